@@ -1,0 +1,61 @@
+//! Durable replacement of a store file: write a temporary, fsync it, rename it
+//! over the target, fsync the directory. Used for `index.json`; the workspace has
+//! its own path through the capability (`workspace.rs`).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::sys;
+
+/// How much of a replacement must survive a power cut once the call returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Contents and the rename are on disk.
+    Full,
+    /// Contents are on disk before the rename (so the file is never seen torn);
+    /// the rename itself may be lost, leaving the previous version. For writes
+    /// whose loss recovery repairs.
+    RenameMayBeLost,
+}
+
+/// Replaces `dir/name` with `bytes`. The temporary name is fixed
+/// (`name.tmp`), which is safe only under the lock that serializes writers of
+/// `name`; a crash leaves at most that one file, which the next write truncates.
+pub(crate) fn replace(dir: &Path, name: &str, bytes: &[u8], durability: Durability) -> Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let target = dir.join(name);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(Error::io("create", &tmp))?;
+    f.write_all(bytes).map_err(Error::io("write", &tmp))?;
+    f.sync_all().map_err(Error::io("sync", &tmp))?;
+    drop(f);
+    std::fs::rename(&tmp, &target).map_err(Error::io("rename into place", &target))?;
+    if durability == Durability::Full {
+        sys::fsync_dir_path(dir).map_err(Error::io("sync directory", dir))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        replace(dir.path(), "f.json", b"one", Durability::Full).unwrap();
+        replace(dir.path(), "f.json", b"two", Durability::RenameMayBeLost).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("f.json")).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("f.json")]);
+    }
+}

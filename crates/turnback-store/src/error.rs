@@ -1,0 +1,324 @@
+//! The one error type of the store.
+//!
+//! Every variant names what it concerns (a file, a session, a workspace) and the
+//! cause, so that a caller can print `error.to_string()` as it is. A refusal
+//! ([`Error::Refused`]) is the only kind that means "nothing was touched because a
+//! file changed since"; [`Error::is_refusal`] tells it apart for exit codes.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The result type of every fallible operation of the store.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No store home could be found: checkpoints are off.
+    #[error(
+        "checkpoints are off: no place for the store (TURNBACK_HOME is unset and the user has no state, data or home directory)"
+    )]
+    NoHome,
+
+    /// A session id that is not 1 to 128 of `A-Z a-z 0-9 . _ -`, or starts with `.`.
+    #[error("invalid session id {id:?}: {reason}")]
+    InvalidSessionId {
+        /// The id as given.
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// The session does not exist in this home.
+    #[error("session {session:?} not found in {}", home.display())]
+    SessionNotFound {
+        /// The session id.
+        session: String,
+        /// The store home that was searched.
+        home: PathBuf,
+    },
+
+    /// `index.json` cannot be parsed. It is left on disk exactly as it was.
+    #[error(
+        "session {session:?}: index {} is corrupt ({reason}); it was left untouched and no backup was deleted",
+        path.display()
+    )]
+    CorruptIndex {
+        /// The session id.
+        session: String,
+        /// The index file.
+        path: PathBuf,
+        /// The parser's complaint.
+        reason: String,
+    },
+
+    /// `index.json` was written by a newer turnback. It is left on disk as it was.
+    #[error(
+        "session {session:?}: index {} has format {found}, newer than the {supported} this turnback reads; it was left untouched",
+        path.display()
+    )]
+    NewerFormat {
+        /// The session id.
+        session: String,
+        /// The index file.
+        path: PathBuf,
+        /// The format version found.
+        found: u64,
+        /// The newest format version this build reads.
+        supported: u64,
+    },
+
+    /// An I/O operation failed; `op` says which and `path` on what.
+    #[error("could not {op} {}: {source}", path.display())]
+    Io {
+        /// What was being done, as a verb phrase ("read", "create directory").
+        op: &'static str,
+        /// The path concerned.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+
+    /// The path (or a symbolic link on it) leads outside the workspace.
+    #[error(
+        "{}: outside the workspace {}{}",
+        path.display(),
+        workspace.display(),
+        via_link.as_ref().map(|l| format!(" (through the symbolic link {})", l.display())).unwrap_or_default()
+    )]
+    OutsideWorkspace {
+        /// The path as given.
+        path: PathBuf,
+        /// The workspace root.
+        workspace: PathBuf,
+        /// The symbolic link that leads out, when one does.
+        via_link: Option<PathBuf>,
+    },
+
+    /// The path names something other than a regular file.
+    #[error("{}: not a regular file (it is a {kind}); turnback only backs up regular files", path.display())]
+    NotRegularFile {
+        /// The path concerned.
+        path: PathBuf,
+        /// What it is instead: "directory", "fifo", "socket", "device", "symbolic link".
+        kind: &'static str,
+    },
+
+    /// A file name that is not valid UTF-8 (the index stores paths as text).
+    #[error("{}: the path is not valid UTF-8; turnback cannot record it", path.display())]
+    NonUtf8Path {
+        /// The path concerned.
+        path: PathBuf,
+    },
+
+    /// At restore time a component of the path is a symbolic link (or not a directory).
+    #[error(
+        "{path} in {}: {component} is {what} now; refusing to write through it",
+        workspace.display()
+    )]
+    UnsafePath {
+        /// The file's path relative to the workspace.
+        path: String,
+        /// The workspace root.
+        workspace: PathBuf,
+        /// The offending component (relative to the workspace).
+        component: String,
+        /// "a symbolic link" or "not a directory".
+        what: &'static str,
+    },
+
+    /// The recorded workspace root is gone or is another directory now.
+    #[error("workspace {} has moved or been replaced since the change was recorded ({reason})", workspace.display())]
+    WorkspaceMoved {
+        /// The recorded workspace root.
+        workspace: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+
+    /// Another checkpoint holds the file's lock and did not let go in time.
+    #[error(
+        "{} is busy: {} is writing it (waited {:.1}s)",
+        path.display(),
+        holder.as_deref().unwrap_or("another process"),
+        waited.as_secs_f64()
+    )]
+    FileBusy {
+        /// The file.
+        path: PathBuf,
+        /// Who holds the lock, as it wrote itself into the lock file.
+        holder: Option<String>,
+        /// How long this call waited.
+        waited: Duration,
+    },
+
+    /// Another process holds the session's lock and did not let go in time.
+    #[error("session {session:?} is busy: another process holds its lock (waited {:.1}s)", waited.as_secs_f64())]
+    SessionBusy {
+        /// The session id.
+        session: String,
+        /// How long this call waited.
+        waited: Duration,
+    },
+
+    /// A revert was refused: files are no longer as this session left them.
+    /// Nothing was touched.
+    #[error(
+        "session {session:?}: refused, nothing was touched: {}",
+        Conflicts(conflicts)
+    )]
+    Refused {
+        /// The session whose change was to be reverted.
+        session: String,
+        /// Each file that stopped the revert, and why.
+        conflicts: Vec<Conflict>,
+    },
+
+    /// The session has no entry left to undo.
+    #[error("session {session:?} has nothing to undo")]
+    NothingToUndo {
+        /// The session id.
+        session: String,
+    },
+
+    /// The session never changed this file (or every change was undone).
+    #[error("session {session:?} has no change to {} to revert", path.display())]
+    NoChangeToFile {
+        /// The session id.
+        session: String,
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// No entry of the session carries this message id.
+    #[error("session {session:?} has no change made by message {message_id:?}")]
+    MessageNotFound {
+        /// The session id.
+        session: String,
+        /// The message id asked for.
+        message_id: String,
+    },
+
+    /// A backup that an entry names is not in the store.
+    #[error(
+        "session {session:?}: the backup of {path} ({hash}) is missing from the store; the file was not touched"
+    )]
+    BlobMissing {
+        /// The session id.
+        session: String,
+        /// The file the backup is of.
+        path: String,
+        /// The backup's SHA-256.
+        hash: String,
+    },
+
+    /// A backup's contents no longer match its hash.
+    #[error(
+        "session {session:?}: the backup of {path} is corrupt (named {hash}, contents hash to {actual}); the file was not touched"
+    )]
+    BlobCorrupt {
+        /// The session id.
+        session: String,
+        /// The file the backup is of.
+        path: String,
+        /// The hash the backup is named by.
+        hash: String,
+        /// What its contents hash to now.
+        actual: String,
+    },
+
+    /// The entry a checkpoint handle refers to was removed by someone else.
+    #[error("session {session:?}: entry {seq} is gone (another process undid it)")]
+    EntryGone {
+        /// The session id.
+        session: String,
+        /// The entry's sequence number.
+        seq: u64,
+    },
+}
+
+impl Error {
+    /// True when the operation was refused because a file changed since the
+    /// session wrote it (or was never committed) and nothing was touched.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, Error::Refused { .. })
+    }
+
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { op, path, source }
+    }
+}
+
+/// One file that stopped a revert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The workspace root the file is in.
+    pub workspace: PathBuf,
+    /// The file's path relative to the workspace.
+    pub path: String,
+    /// The sequence number of the entry that was to be reverted.
+    pub seq: u64,
+    /// Why it stopped the revert.
+    pub reason: ConflictReason,
+}
+
+/// Why a file stopped a revert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConflictReason {
+    /// The file is no longer as the entry's "after" says.
+    ChangedSince {
+        /// Who changed it, where the store knows.
+        by: Option<ChangedBy>,
+    },
+    /// The entry was never committed: what the write left is unknown.
+    NeverCommitted,
+}
+
+/// A session and message that changed a file, as recorded in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedBy {
+    /// The session that made the change.
+    pub session: String,
+    /// The message id recorded with the change.
+    pub message_id: String,
+    /// The entry's sequence number in that session.
+    pub seq: u64,
+}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.reason {
+            ConflictReason::ChangedSince { by: Some(by) } => write!(
+                f,
+                "{} changed since (by session {:?}, message {:?})",
+                self.path, by.session, by.message_id
+            ),
+            ConflictReason::ChangedSince { by: None } => write!(f, "{} changed since", self.path),
+            ConflictReason::NeverCommitted => {
+                write!(f, "{} has a change that was never committed", self.path)
+            }
+        }
+    }
+}
+
+struct Conflicts<'a>(&'a [Conflict]);
+
+impl fmt::Display for Conflicts<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, c) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}

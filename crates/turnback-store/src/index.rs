@@ -1,0 +1,362 @@
+//! The on-disk format of a session: `index.json` (see `docs/FORMAT.md`).
+//!
+//! This module owns parsing and validating the index and nothing else: a file
+//! that does not parse, or parses into something unsafe (a blob name that is not
+//! a hash, a path that climbs out), is an error that leaves the file untouched.
+//! It never writes an empty index over one it could not read.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::durable::{self, Durability};
+use crate::error::{Error, Result};
+use crate::hash::is_sha256_hex;
+
+/// The format version this build writes and the newest it reads.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// The file name of a session's index.
+pub(crate) const INDEX_FILE: &str = "index.json";
+
+/// A file's state on one side of a change: its contents (by hash), size and mode,
+/// or its absence.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct FileState {
+    /// Whether the file existed.
+    pub exists: bool,
+    /// SHA-256 of the contents in lower-case hex; `None` when absent.
+    pub sha256: Option<String>,
+    /// Size in bytes (0 when absent).
+    pub size: u64,
+    /// Permission bits (for example `0o644`); `None` when absent.
+    pub mode: Option<u32>,
+}
+
+impl FileState {
+    /// The state of a file that does not exist.
+    pub fn absent() -> Self {
+        FileState {
+            exists: false,
+            sha256: None,
+            size: 0,
+            mode: None,
+        }
+    }
+
+    pub(crate) fn present(sha256: String, size: u64, mode: u32) -> Self {
+        FileState {
+            exists: true,
+            sha256: Some(sha256),
+            size,
+            mode: Some(mode),
+        }
+    }
+
+    /// True when both describe the same contents (or both absence). Modes are not
+    /// compared: a `chmod` is not an edit that a revert would destroy.
+    pub fn same_contents(&self, other: &FileState) -> bool {
+        self.exists == other.exists && self.size == other.size && self.sha256 == other.sha256
+    }
+}
+
+/// The workspace root an entry was made in: its real path and its identity
+/// (device, inode), checked again before any restore.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WorkspaceRoot {
+    /// The canonical path of the root.
+    pub path: PathBuf,
+    /// The root directory's device number.
+    pub dev: u64,
+    /// The root directory's inode number.
+    pub ino: u64,
+}
+
+/// A write-through change between "entry recorded" and "file replaced": its
+/// process may have died in between, and the next process to take the session's
+/// lock settles it (see `docs/FORMAT.md`, recovery).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct InFlight {
+    /// The temporary name the new contents are linked under in the file's
+    /// directory before the rename; the only name recovery may delete.
+    pub temp: Option<String>,
+}
+
+/// One backup of one file, taken just before one change.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The entry's number in its session: increasing, never reused.
+    pub seq: u64,
+    /// The id of the message or tool call that made the change.
+    pub message_id: String,
+    /// The workspace the file is in.
+    pub workspace: WorkspaceRoot,
+    /// The file's real path relative to the workspace root, `/`-separated.
+    pub path: String,
+    /// Counts this session's recorded changes to the file: 1, 2, ...
+    pub version: u32,
+    /// When the checkpoint was taken.
+    #[serde(with = "time::serde::rfc3339")]
+    pub time: OffsetDateTime,
+    /// The file before the change; its contents are the blob named by `sha256`.
+    pub before: FileState,
+    /// The file as the change left it; `None` while the change is not committed.
+    pub after: Option<FileState>,
+    /// Directories (relative to the root, outermost first) that did not exist at
+    /// the checkpoint; undoing the change removes them again if they are empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_dirs: Vec<String>,
+    /// Set while a write-through change may be half done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlight>,
+}
+
+impl Entry {
+    /// The file's absolute path (root joined with the relative path).
+    pub fn absolute_path(&self) -> PathBuf {
+        self.workspace.path.join(&self.path)
+    }
+
+    /// True when the entry was committed: its "after" is known.
+    pub fn is_committed(&self) -> bool {
+        self.after.is_some()
+    }
+}
+
+/// A session's index as stored.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Index {
+    pub(crate) format: u64,
+    pub(crate) session: String,
+    pub(crate) next_seq: u64,
+    pub(crate) entries: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+struct Header {
+    format: u64,
+}
+
+impl Index {
+    pub(crate) fn empty(session: &str) -> Self {
+        Index {
+            format: FORMAT_VERSION,
+            session: session.to_owned(),
+            next_seq: 1,
+            entries: Vec::new(),
+        }
+    }
+
+    /// Reads the index of `session` in `dir`. A missing file is an empty session;
+    /// anything unreadable is an error and the file is left as it is.
+    pub(crate) fn load(dir: &Path, session: &str) -> Result<Index> {
+        let path = dir.join(INDEX_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Index::empty(session)),
+            Err(e) => return Err(Error::io("read", &path)(e)),
+        };
+        Self::parse(&bytes, session, &path)
+    }
+
+    pub(crate) fn parse(bytes: &[u8], session: &str, path: &Path) -> Result<Index> {
+        let corrupt = |reason: String| Error::CorruptIndex {
+            session: session.to_owned(),
+            path: path.to_owned(),
+            reason,
+        };
+        let header: Header = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        if header.format > FORMAT_VERSION {
+            return Err(Error::NewerFormat {
+                session: session.to_owned(),
+                path: path.to_owned(),
+                found: header.format,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if header.format == 0 {
+            return Err(corrupt("format version 0 does not exist".into()));
+        }
+        let index: Index = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        index.validate().map_err(corrupt)?;
+        Ok(index)
+    }
+
+    /// Rejects what parses but could make the store touch the wrong thing.
+    fn validate(&self) -> std::result::Result<(), String> {
+        let mut last = 0;
+        for e in &self.entries {
+            if e.seq <= last {
+                return Err(format!("entry {} is out of order", e.seq));
+            }
+            last = e.seq;
+            if e.seq >= self.next_seq {
+                return Err(format!(
+                    "entry {} is not below next_seq {}",
+                    e.seq, self.next_seq
+                ));
+            }
+            if !is_relative_path(&e.path) {
+                return Err(format!("entry {} has an unsafe path {:?}", e.seq, e.path));
+            }
+            if !e.workspace.path.is_absolute() {
+                return Err(format!("entry {} has a relative workspace root", e.seq));
+            }
+            for state in std::iter::once(&e.before).chain(e.after.as_ref()) {
+                check_state(state).map_err(|why| format!("entry {}: {why}", e.seq))?;
+            }
+            if let Some(dir) = e.created_dirs.iter().find(|d| !is_relative_path(d)) {
+                return Err(format!("entry {} has an unsafe directory {dir:?}", e.seq));
+            }
+            if let Some(t) = e.in_flight.as_ref().and_then(|f| f.temp.as_deref())
+                && !is_temp_name(t)
+            {
+                return Err(format!(
+                    "entry {} has an unsafe temporary name {t:?}",
+                    e.seq
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the index on disk (temporary, fsync, rename, and with
+    /// [`Durability::Full`] a directory fsync). Call only under the session lock.
+    pub(crate) fn save(&self, dir: &Path, durability: Durability) -> Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("an index always serializes");
+        bytes.push(b'\n');
+        durable::replace(dir, INDEX_FILE, &bytes, durability)
+    }
+
+    pub(crate) fn entry_mut(&mut self, seq: u64) -> Option<&mut Entry> {
+        self.entries.iter_mut().find(|e| e.seq == seq)
+    }
+}
+
+fn check_state(s: &FileState) -> std::result::Result<(), String> {
+    match (&s.exists, &s.sha256) {
+        (true, Some(h)) if is_sha256_hex(h) => Ok(()),
+        (true, Some(h)) => Err(format!("{h:?} is not a SHA-256")),
+        (true, None) => Err("an existing file without a hash".into()),
+        (false, None) => Ok(()),
+        (false, Some(_)) => Err("an absent file with a hash".into()),
+    }
+}
+
+/// A workspace-relative path as the index stores it: `/`-separated names, none
+/// empty, `.` or `..`, no NUL.
+pub(crate) fn is_relative_path(p: &str) -> bool {
+    !p.is_empty()
+        && !p.contains('\0')
+        && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+}
+
+/// The prefix of every temporary name turnback makes in a workspace.
+pub(crate) const TEMP_PREFIX: &str = ".turnback-";
+
+pub(crate) fn is_temp_name(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX)
+        && name.ends_with(".tmp")
+        && !name.contains('/')
+        && name.len() < 64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(seq: u64) -> Entry {
+        Entry {
+            seq,
+            message_id: "m".into(),
+            workspace: WorkspaceRoot {
+                path: "/w".into(),
+                dev: 1,
+                ino: 2,
+            },
+            path: "src/a.rs".into(),
+            version: 1,
+            time: OffsetDateTime::UNIX_EPOCH,
+            before: FileState::present("a".repeat(64), 3, 0o644),
+            after: Some(FileState::absent()),
+            created_dirs: vec![],
+            in_flight: None,
+        }
+    }
+
+    fn index_with(entries: Vec<Entry>) -> Index {
+        Index {
+            format: FORMAT_VERSION,
+            session: "s".into(),
+            next_seq: entries.last().map_or(1, |e| e.seq + 1),
+            entries,
+        }
+    }
+
+    #[test]
+    fn round_trips_through_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let idx = index_with(vec![entry(1), entry(2)]);
+        idx.save(dir.path(), Durability::Full).unwrap();
+        assert_eq!(Index::load(dir.path(), "s").unwrap(), idx);
+    }
+
+    #[test]
+    fn a_missing_index_is_an_empty_session() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Index::load(dir.path(), "s").unwrap().entries.is_empty());
+    }
+
+    #[test]
+    fn garbage_is_corrupt_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(INDEX_FILE);
+        for bad in [&b"{\"format\":1,"[..], b"", b"[]", b"\xff\xfe"] {
+            std::fs::write(&path, bad).unwrap();
+            let err = Index::load(dir.path(), "s").unwrap_err();
+            assert!(matches!(err, Error::CorruptIndex { .. }), "{err}");
+            assert_eq!(std::fs::read(&path).unwrap(), bad);
+        }
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_by_name() {
+        let err = Index::parse(
+            br#"{"format": 99, "anything": "else"}"#,
+            "s",
+            Path::new("i"),
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::NewerFormat { found: 99, .. }), "{err}");
+    }
+
+    #[test]
+    fn unsafe_contents_are_corrupt() {
+        let mut climbing = entry(1);
+        climbing.path = "../etc/passwd".into();
+        let mut not_a_hash = entry(1);
+        not_a_hash.before.sha256 = Some("../../x".into());
+        let mut bad_temp = entry(1);
+        bad_temp.in_flight = Some(InFlight {
+            temp: Some("../victim".into()),
+        });
+        let mut bad_dir = entry(1);
+        bad_dir.created_dirs = vec!["/abs".into()];
+        for e in [climbing, not_a_hash, bad_temp, bad_dir] {
+            let bytes = serde_json::to_vec(&index_with(vec![e])).unwrap();
+            let err = Index::parse(&bytes, "s", Path::new("i")).unwrap_err();
+            assert!(matches!(err, Error::CorruptIndex { .. }), "{err}");
+        }
+        let bytes = serde_json::to_vec(&index_with(vec![entry(2), entry(1)])).unwrap();
+        assert!(Index::parse(&bytes, "s", Path::new("i")).is_err());
+    }
+
+    #[test]
+    fn relative_path_rules() {
+        assert!(is_relative_path("a/b.txt"));
+        for bad in ["", "/a", "a//b", "a/./b", "a/../b", "..", "a/"] {
+            assert!(!is_relative_path(bad), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! # turnback-store
+//!
+//! A safety net under every file an AI coding agent edits. Before the agent's
+//! write tool changes a file, the store backs the file up into a per-session store;
+//! afterwards the change can be undone ([`Session::undo`]), a file reverted
+//! ([`Session::revert`]) or a whole stretch of the conversation rewound
+//! ([`Session::rewind`]), from the agent's own process or from any other.
+//!
+//! ```
+//! use turnback_store::{RevertOptions, Store, Workspace};
+//!
+//! # fn main() -> turnback_store::Result<()> {
+//! # let home = tempfile::tempdir().unwrap();
+//! # let dir = tempfile::tempdir().unwrap();
+//! # std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+//! let store = Store::new(home.path());          // or Store::open_default()
+//! let session = store.session("agent-42")?;      // the agent's conversation id
+//! let workspace = Workspace::open(dir.path())?;  // the directory it works in
+//!
+//! // The agent's write tool: backed up, replaced atomically, recorded.
+//! session.write(&workspace, "notes.txt", &b"hello, world\n"[..], "tool-call-1")?;
+//! session.remove(&workspace, "notes.txt", "tool-call-2")?;
+//!
+//! // The person changes their mind: everything since tool-call-1 goes back.
+//! let report = session.rewind("tool-call-1", RevertOptions::default())?;
+//! assert_eq!(report.files.len(), 1);
+//! assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "hello\n");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Guarantees
+//!
+//! - **Many processes, one session.** Every change to a session's `index.json`
+//!   happens under a `flock` on the session's `lock` file, on an index read from
+//!   disk under that lock. Several agents (or an agent and a person at another
+//!   shell) can share a session or a workspace at once.
+//! - **Two writers, one file.** A per-file lock, shared by all sessions, is held
+//!   from checkpoint to commit, so each entry's "after" is its own writer's.
+//!   Waiting for it is bounded ([`Options::file_lock_timeout`]) and ends in
+//!   [`Error::FileBusy`] naming the holder.
+//! - **Crash safety.** A backup is durable (fsync, rename, directory fsync) before
+//!   the index names it; the index is replaced atomically; the user's file is
+//!   replaced by a rename of a synced temporary, so it always holds one whole
+//!   version. A change whose process died half way is settled by the next process.
+//! - **Confinement.** Workspace files are reached only through a `cap-std`
+//!   capability on the workspace root. At restore time the root must be the same
+//!   directory (device and inode) and no component of the path may be a symbolic
+//!   link, so a directory swapped for a link cannot redirect a write or a delete.
+//! - **Nothing is lost on bad input.** A corrupt index, a newer format, a missing
+//!   or damaged backup, a path outside the workspace: each is an [`Error`] naming
+//!   the file, the session and the cause, and nothing is overwritten or deleted.
+//! - **Bounded memory.** Files are streamed (hashed while copied), never read whole.
+//!
+//! ## Refusals
+//!
+//! Before any revert the store checks that each file is still as the session left
+//! it. A file that changed since (an editor, a formatter, another agent) refuses
+//! the revert with [`Error::Refused`], naming the file and, where the store knows,
+//! the session and message that changed it. Nothing is touched. `force` in
+//! [`RevertOptions`] overrides; `dry_run` only reports ([`RevertReport`]).
+//!
+//! ## Security caveats
+//!
+//! The store trusts the store home: whoever can write there can make a revert
+//! write any contents into a workspace (though never outside it). Keep the home
+//! private (it is created with the user's umask). Files are compared by content;
+//! a change of mode alone is not a change that refuses a revert.
+//!
+//! The on-disk format is described in `docs/FORMAT.md`, the modules in
+//! `docs/ARCHITECTURE.md`.
+
+#![warn(missing_docs)]
+
+mod blobs;
+mod checkpoint;
+mod durable;
+mod error;
+mod hash;
+mod home;
+mod index;
+mod lock;
+mod revert;
+mod session;
+mod session_id;
+mod store;
+mod sys;
+mod workspace;
+
+pub use checkpoint::Checkpoint;
+pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result};
+pub use home::{HOME_ENV, default_home};
+pub use index::{Entry, FORMAT_VERSION, FileState, InFlight, WorkspaceRoot};
+pub use revert::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
+pub use session::{Session, TrackedFile};
+pub use session_id::{generate as generate_session_id, validate as validate_session_id};
+pub use store::{Options, SessionSummary, Store};
+pub use workspace::Workspace;

@@ -1,0 +1,177 @@
+//! File locks (`flock` through `fs4`) with a bounded wait.
+//!
+//! A lock is held on a file that is never replaced or deleted (a session's `lock`,
+//! or `<home>/locks/<hash>`): a lock on a file that is later renamed over
+//! protects nothing. Each acquisition opens the file anew, so two threads of one
+//! process exclude each other just as two processes do (a `flock` belongs to an
+//! open file description). The kernel drops a lock when its holder dies, so
+//! there are no stale locks to break.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fs4::TryLockError;
+
+/// A held lock; dropping it releases the lock.
+#[derive(Debug)]
+pub(crate) struct LockGuard {
+    file: File,
+}
+
+/// How a lock request ended when it did not get the lock.
+#[derive(Debug)]
+pub(crate) enum LockError {
+    /// Someone else held it for the whole wait. `holder` is what they wrote into the
+    /// lock file, when anything.
+    TimedOut {
+        waited: Duration,
+        holder: Option<String>,
+    },
+    Io(io::Error),
+}
+
+impl From<io::Error> for LockError {
+    fn from(e: io::Error) -> Self {
+        LockError::Io(e)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Shared,
+    Exclusive,
+}
+
+fn open(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+fn try_take(file: &File, mode: Mode) -> io::Result<bool> {
+    let r = match mode {
+        Mode::Shared => fs4::FileExt::try_lock_shared(file),
+        Mode::Exclusive => fs4::FileExt::try_lock(file),
+    };
+    match r {
+        Ok(()) => Ok(true),
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// Takes the lock at `path`, waiting at most `timeout`. For an exclusive lock,
+/// `holder` is written into the file so that a waiter that gives up can say who
+/// held it.
+pub(crate) fn acquire(
+    path: &Path,
+    mode: Mode,
+    timeout: Duration,
+    holder: Option<&str>,
+) -> Result<LockGuard, LockError> {
+    let file = open(path)?;
+    let start = Instant::now();
+    let mut pause = Duration::from_micros(200);
+    loop {
+        if try_take(&file, mode)? {
+            if let (Mode::Exclusive, Some(holder)) = (mode, holder) {
+                // Best effort: the note only improves a "busy" message.
+                let _ = file
+                    .set_len(0)
+                    .and_then(|_| (&file).write_all(holder.as_bytes()));
+            }
+            return Ok(LockGuard { file });
+        }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            return Err(LockError::TimedOut {
+                waited,
+                holder: read_holder(path),
+            });
+        }
+        std::thread::sleep(pause.min(timeout - waited));
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Takes the exclusive lock at `path` only if it is free right now.
+pub(crate) fn try_acquire(path: &Path) -> io::Result<Option<LockGuard>> {
+    let file = open(path)?;
+    Ok(try_take(&file, Mode::Exclusive)?.then_some(LockGuard { file }))
+}
+
+fn read_holder(path: &Path) -> Option<String> {
+    let mut s = String::new();
+    File::open(path)
+        .ok()?
+        .take(512)
+        .read_to_string(&mut s)
+        .ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_owned())
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // Closing the descriptor releases the lock anyway; unlocking first makes
+        // the release independent of any descriptor a child might share.
+        let _ = fs4::FileExt::unlock(&self.file);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exclusive_excludes_within_one_process_and_names_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l");
+        let held = acquire(
+            &path,
+            Mode::Exclusive,
+            Duration::ZERO,
+            Some("session a (pid 1)"),
+        )
+        .unwrap();
+        match acquire(&path, Mode::Exclusive, Duration::from_millis(30), None) {
+            Err(LockError::TimedOut { waited, holder }) => {
+                assert!(waited >= Duration::from_millis(30));
+                assert_eq!(holder.as_deref(), Some("session a (pid 1)"));
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        assert!(try_acquire(&path).unwrap().is_none());
+        drop(held);
+        assert!(try_acquire(&path).unwrap().is_some());
+    }
+
+    #[test]
+    fn shared_locks_coexist_and_keep_out_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l");
+        let a = acquire(&path, Mode::Shared, Duration::ZERO, None).unwrap();
+        let _b = acquire(&path, Mode::Shared, Duration::ZERO, None).unwrap();
+        assert!(try_acquire(&path).unwrap().is_none());
+        drop(a);
+    }
+
+    #[test]
+    fn a_waiter_gets_the_lock_when_it_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l");
+        let held = acquire(&path, Mode::Exclusive, Duration::ZERO, None).unwrap();
+        let p2 = path.clone();
+        let t = std::thread::spawn(move || {
+            acquire(&p2, Mode::Exclusive, Duration::from_secs(10), None).is_ok()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(held);
+        assert!(t.join().unwrap());
+    }
+}

@@ -1,0 +1,501 @@
+//! Undo, revert and rewind: plan, check, then restore.
+//!
+//! Every revert is planned in full before anything is touched: the entries are
+//! grouped by file, each file's state now is compared with what the session left
+//! (the newest entry's "after"), and a single file that changed since (or was never
+//! committed) refuses the whole revert unless `force` is given. Only then are files
+//! restored, newest first, each through the workspace capability: from a backup
+//! verified against its hash into an unnamed temporary that replaces the file in
+//! one rename, or by deleting a file the session created.
+//!
+//! A file already back in its "before" state counts as done: that is how a crash
+//! between restoring files and updating the index heals on the next run.
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+
+use crate::durable::Durability;
+use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
+use crate::index::{Entry, FileState, Index, WorkspaceRoot, is_relative_path};
+use crate::lock::LockGuard;
+use crate::session::Session;
+use crate::store::Store;
+use crate::workspace::{NewContents, Workspace};
+
+/// How a revert may proceed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RevertOptions {
+    /// Restore files even when they changed since the session wrote them, or the
+    /// change was never committed.
+    pub force: bool,
+    /// Only plan: report what would happen, touch nothing.
+    pub dry_run: bool,
+}
+
+/// What a revert did, or with `dry_run` would do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevertReport {
+    /// The session whose entries were reverted.
+    pub session: String,
+    /// False for a dry run: nothing was touched.
+    pub applied: bool,
+    /// One item per file, newest change first.
+    pub files: Vec<FileRevert>,
+}
+
+/// The revert of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRevert {
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// The file's path relative to it.
+    pub path: String,
+    /// The entries reverted for this file, newest first.
+    pub seqs: Vec<u64>,
+    /// What the file is restored to.
+    pub action: RevertAction,
+    /// Whether the file was still as the session left it.
+    pub status: FileStatus,
+}
+
+/// What a revert does to a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RevertAction {
+    /// The file is written back with these contents.
+    Write {
+        /// Size of the restored contents.
+        size: u64,
+    },
+    /// The file did not exist before: it is deleted.
+    Delete,
+}
+
+/// A file's state now, compared with what the session left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileStatus {
+    /// Still as the session left it: safe to restore.
+    Safe,
+    /// Already back in its "before" state: nothing to do.
+    AlreadyReverted,
+    /// Changed since, by someone else (named where the store knows).
+    ChangedSince {
+        /// Who changed it, where the store knows.
+        by: Option<ChangedBy>,
+    },
+    /// The change was never committed: what the write left is unknown.
+    NeverCommitted,
+}
+
+impl FileStatus {
+    /// True when this status stops a revert that is not forced.
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self,
+            FileStatus::ChangedSince { .. } | FileStatus::NeverCommitted
+        )
+    }
+}
+
+type Select<'a> = &'a dyn Fn(&Index) -> Result<Vec<u64>>;
+
+/// A file's part of a revert.
+struct FilePlan {
+    root: WorkspaceRoot,
+    rel: String,
+    seqs: Vec<u64>,
+    target: FileState,
+    created_dirs: Vec<String>,
+    temps: Vec<String>,
+    status: FileStatus,
+}
+
+impl Session {
+    /// Reverts the session's newest entry.
+    pub fn undo(&self, opts: RevertOptions) -> Result<RevertReport> {
+        let id = self.id().to_owned();
+        revert_entries(self, opts, &move |idx| {
+            idx.entries
+                .last()
+                .map(|e| vec![e.seq])
+                .ok_or_else(|| Error::NothingToUndo {
+                    session: id.clone(),
+                })
+        })
+    }
+
+    /// Reverts the newest entry for `path` in `workspace`.
+    pub fn revert(
+        &self,
+        workspace: &Workspace,
+        path: impl AsRef<Path>,
+        opts: RevertOptions,
+    ) -> Result<RevertReport> {
+        let path = path.as_ref();
+        let candidates = candidate_paths(workspace, path)?;
+        let root = workspace.root().to_owned();
+        let id = self.id().to_owned();
+        revert_entries(self, opts, &move |idx| {
+            idx.entries
+                .iter()
+                .rev()
+                .find(|e| e.workspace.path == root && candidates.contains(&e.path))
+                .map(|e| vec![e.seq])
+                .ok_or_else(|| Error::NoChangeToFile {
+                    session: id.clone(),
+                    path: path.to_owned(),
+                })
+        })
+    }
+
+    /// Reverts every entry from the first one of `message_id` to the newest,
+    /// newest first: every file goes back to how it was before that message.
+    pub fn rewind(&self, message_id: &str, opts: RevertOptions) -> Result<RevertReport> {
+        let id = self.id().to_owned();
+        revert_entries(self, opts, &move |idx| {
+            let first = idx
+                .entries
+                .iter()
+                .find(|e| e.message_id == message_id)
+                .ok_or_else(|| Error::MessageNotFound {
+                    session: id.clone(),
+                    message_id: message_id.to_owned(),
+                })?;
+            Ok(idx
+                .entries
+                .iter()
+                .filter(|e| e.seq >= first.seq)
+                .map(|e| e.seq)
+                .collect())
+        })
+    }
+}
+
+/// The paths an entry for `path` may be recorded under: as written (`.` and `..`
+/// applied lexically), and with links resolved as a checkpoint would.
+pub(crate) fn candidate_paths(workspace: &Workspace, path: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let relative = if path.is_absolute() {
+        path.strip_prefix(workspace.root()).ok().map(Path::to_owned)
+    } else {
+        Some(path.to_owned())
+    };
+    if let Some(lexical) = relative.and_then(|r| lexical_normal(&r)) {
+        out.push(lexical);
+    }
+    match workspace.resolve(path) {
+        Ok(real) if !out.contains(&real) => out.push(real),
+        Ok(_) => {}
+        Err(e) if out.is_empty() => return Err(e),
+        Err(_) => {}
+    }
+    Ok(out)
+}
+
+fn lexical_normal(p: &Path) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => parts.push(n.to_str()?),
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    let s = parts.join("/");
+    is_relative_path(&s).then_some(s)
+}
+
+enum Attempt {
+    Done(Result<RevertReport>),
+    /// The selection now includes a file whose lock this call does not hold.
+    Retry,
+}
+
+/// Takes the locks of the selected files (sorted, so two reverts cannot
+/// deadlock), then plans and applies under the session lock. If the selection
+/// changed in between to take in another file, starts over.
+pub(crate) fn revert_entries(
+    session: &Session,
+    opts: RevertOptions,
+    select: Select,
+) -> Result<RevertReport> {
+    if opts.dry_run {
+        let idx = session.read_index()?;
+        let seqs = select(&idx)?;
+        let plans = plan(session, &idx, &seqs)?;
+        return Ok(report(session, &plans, false));
+    }
+    for _ in 0..8 {
+        let idx = session.read_index()?;
+        let files = files_of(&idx, &select(&idx)?);
+        let mut by_lock: Vec<_> = files
+            .iter()
+            .map(|(root, rel)| (session.store().file_lock_path(root, rel), root, rel))
+            .collect();
+        by_lock.sort();
+        let _guards: Vec<LockGuard> = by_lock
+            .iter()
+            .map(|(_, root, rel)| session.lock_file_at(root, rel))
+            .collect::<Result<_>>()?;
+        match attempt(session, opts, select, Some(&files))? {
+            Attempt::Done(r) => return r,
+            Attempt::Retry => continue,
+        }
+    }
+    Err(Error::SessionBusy {
+        session: session.id().to_owned(),
+        waited: std::time::Duration::ZERO,
+    })
+}
+
+/// A revert by a caller that already holds the locks of the files concerned
+/// (a checkpoint rolling back its own change).
+pub(crate) fn revert_locked(
+    session: &Session,
+    opts: RevertOptions,
+    select: Select,
+) -> Result<RevertReport> {
+    match attempt(session, opts, select, None)? {
+        Attempt::Done(r) => r,
+        Attempt::Retry => unreachable!("without a lock set there is nothing to retry"),
+    }
+}
+
+fn files_of(idx: &Index, seqs: &[u64]) -> BTreeSet<(PathBuf, String)> {
+    idx.entries
+        .iter()
+        .filter(|e| seqs.contains(&e.seq))
+        .map(|e| (e.workspace.path.clone(), e.path.clone()))
+        .collect()
+}
+
+fn attempt(
+    session: &Session,
+    opts: RevertOptions,
+    select: Select,
+    locked: Option<&BTreeSet<(PathBuf, String)>>,
+) -> Result<Attempt> {
+    session.mutate_holding(Durability::Full, locked, |idx| {
+        let seqs = select(idx)?;
+        if let Some(locked) = locked
+            && !files_of(idx, &seqs).is_subset(locked)
+        {
+            return Ok(Attempt::Retry);
+        }
+        let plans = plan(session, idx, &seqs)?;
+        let conflicts: Vec<Conflict> = plans
+            .iter()
+            .filter(|p| p.status.is_conflict())
+            .map(|p| Conflict {
+                workspace: p.root.path.clone(),
+                path: p.rel.clone(),
+                seq: p.seqs[0],
+                reason: match &p.status {
+                    FileStatus::ChangedSince { by } => {
+                        ConflictReason::ChangedSince { by: by.clone() }
+                    }
+                    _ => ConflictReason::NeverCommitted,
+                },
+            })
+            .collect();
+        if !conflicts.is_empty() && !opts.force {
+            return Ok(Attempt::Done(Err(Error::Refused {
+                session: session.id().to_owned(),
+                conflicts,
+            })));
+        }
+        for p in &plans {
+            if let Some(hash) = p.target.sha256.as_deref()
+                && !session.blobs().exists(hash)
+            {
+                return Ok(Attempt::Done(Err(Error::BlobMissing {
+                    session: session.id().to_owned(),
+                    path: p.rel.clone(),
+                    hash: hash.to_owned(),
+                })));
+            }
+        }
+        // Restore newest first; drop the entries of each file as it is done, so
+        // that a failure part way leaves an index that matches the files.
+        for p in &plans {
+            if let Err(e) = restore(session, p) {
+                return Ok(Attempt::Done(Err(e)));
+            }
+            idx.entries.retain(|e| !p.seqs.contains(&e.seq));
+        }
+        Ok(Attempt::Done(Ok(report(session, &plans, true))))
+    })
+}
+
+fn plan(session: &Session, idx: &Index, seqs: &[u64]) -> Result<Vec<FilePlan>> {
+    let mut plans: Vec<FilePlan> = Vec::new();
+    let mut selected: Vec<&Entry> = idx
+        .entries
+        .iter()
+        .filter(|e| seqs.contains(&e.seq))
+        .collect();
+    selected.sort_by_key(|e| std::cmp::Reverse(e.seq));
+    let mut newest_after: Vec<Option<FileState>> = Vec::new();
+    for e in selected {
+        let temp = e.in_flight.as_ref().and_then(|f| f.temp.clone());
+        match plans
+            .iter_mut()
+            .position(|p| p.root.path == e.workspace.path && p.rel == e.path)
+        {
+            Some(i) => {
+                let p = &mut plans[i];
+                p.seqs.push(e.seq);
+                p.target = e.before.clone();
+                p.created_dirs = e.created_dirs.clone();
+                p.temps.extend(temp);
+            }
+            None => {
+                plans.push(FilePlan {
+                    root: e.workspace.clone(),
+                    rel: e.path.clone(),
+                    seqs: vec![e.seq],
+                    target: e.before.clone(),
+                    created_dirs: e.created_dirs.clone(),
+                    temps: temp.into_iter().collect(),
+                    status: FileStatus::Safe,
+                });
+                newest_after.push(e.after.clone());
+            }
+        }
+    }
+    for (p, after) in plans.iter_mut().zip(newest_after) {
+        let ws = Workspace::reopen(&p.root)?;
+        let now = ws.current_state(&p.rel)?;
+        p.status = if now.same_contents(&p.target) {
+            FileStatus::AlreadyReverted
+        } else {
+            match after {
+                None => FileStatus::NeverCommitted,
+                Some(a) if now.same_contents(&a) => FileStatus::Safe,
+                Some(_) => FileStatus::ChangedSince {
+                    by: find_changer(session.store(), &p.root.path, &p.rel, &now),
+                },
+            }
+        };
+    }
+    Ok(plans)
+}
+
+/// The newest entry in any session of the store whose "after" is the file as it
+/// is now: the change that made it so.
+fn find_changer(store: &Store, root: &Path, rel: &str, now: &FileState) -> Option<ChangedBy> {
+    let mut best: Option<(Entry, String)> = None;
+    for id in store.session_ids().ok()? {
+        let Ok(idx) = Index::load(&store.sessions_dir().join(&id), &id) else {
+            continue;
+        };
+        for e in idx.entries {
+            let matches = e.workspace.path == root
+                && e.path == rel
+                && e.after.as_ref().is_some_and(|a| a.same_contents(now));
+            if matches
+                && best
+                    .as_ref()
+                    .is_none_or(|(b, _)| (e.time, e.seq) > (b.time, b.seq))
+            {
+                best = Some((e, id.clone()));
+            }
+        }
+    }
+    best.map(|(e, session)| ChangedBy {
+        session,
+        message_id: e.message_id,
+        seq: e.seq,
+    })
+}
+
+fn restore(session: &Session, p: &FilePlan) -> Result<()> {
+    let ws = Workspace::reopen(&p.root)?;
+    if p.status != FileStatus::AlreadyReverted {
+        match p.target.sha256.as_deref() {
+            Some(hash) => {
+                let parent = ws
+                    .parent_of(&p.rel, true)?
+                    .expect("parent_of creates what is missing");
+                parent.target_kind(ws.root())?;
+                let blob_path = session.blobs().path(hash);
+                let mut blob = session.blobs().open(hash).map_err(|_| Error::BlobMissing {
+                    session: session.id().to_owned(),
+                    path: p.rel.clone(),
+                    hash: hash.to_owned(),
+                })?;
+                let mut new = NewContents::create(&parent, 0o600)?;
+                let (actual, _) = new.fill(&mut blob, &blob_path)?;
+                if actual != hash {
+                    return Err(Error::BlobCorrupt {
+                        session: session.id().to_owned(),
+                        path: p.rel.clone(),
+                        hash: hash.to_owned(),
+                        actual,
+                    });
+                }
+                new.seal(p.target.mode)?;
+                new.replace_target()?;
+            }
+            None => {
+                if let Some(parent) = ws.parent_of(&p.rel, false)?
+                    && parent.target_kind(ws.root())?.exists()
+                {
+                    parent.remove_target()?;
+                }
+            }
+        }
+    }
+    if !p.target.exists {
+        ws.remove_empty_dirs(&p.created_dirs);
+    }
+    if !p.temps.is_empty()
+        && let Some(parent) = ws.parent_of(&p.rel, false)?
+    {
+        for t in &p.temps {
+            parent.remove_temp(t);
+        }
+    }
+    Ok(())
+}
+
+fn report(session: &Session, plans: &[FilePlan], applied: bool) -> RevertReport {
+    RevertReport {
+        session: session.id().to_owned(),
+        applied,
+        files: plans
+            .iter()
+            .map(|p| FileRevert {
+                workspace: p.root.path.clone(),
+                path: p.rel.clone(),
+                seqs: p.seqs.clone(),
+                action: if p.target.exists {
+                    RevertAction::Write {
+                        size: p.target.size,
+                    }
+                } else {
+                    RevertAction::Delete
+                },
+                status: p.status.clone(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_paths() {
+        assert_eq!(
+            lexical_normal(Path::new("a/./b/../c")).as_deref(),
+            Some("a/c")
+        );
+        assert_eq!(lexical_normal(Path::new("../a")), None);
+        assert_eq!(lexical_normal(Path::new("/a")), None);
+        assert_eq!(lexical_normal(Path::new(".")), None);
+    }
+}

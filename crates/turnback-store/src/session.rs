@@ -1,0 +1,502 @@
+//! A session: one agent conversation's entries, and every operation that adds
+//! to them (checkpoint, write-through, remove-through).
+//!
+//! Every change to the index happens under the session's exclusive lock, on an
+//! index read from disk under that lock: another process may have changed it, and
+//! no in-memory copy is trusted across acquisitions. A handle holds no open file,
+//! so it is `Send + Sync` and threads exclude each other exactly as processes do.
+//!
+//! A protected write, and what a crash after each step leaves (`docs/FORMAT.md`
+//! has the full table):
+//! 1. the file's lock is taken (shared by all sessions);
+//! 2. the old contents are streamed into a durable blob;
+//! 3. the new contents are streamed into an unnamed temporary beside the file and
+//!    synced;
+//! 4. under the session lock the entry is recorded, with the intended "after" and
+//!    the name the temporary will be linked as, marked in flight; index durable;
+//! 5. the temporary is named and renamed over the file; directory synced;
+//! 6. the in-flight mark is cleared.
+//!
+//! An entry still in flight whose file lock is free belongs to a dead process;
+//! the next process to change the session settles it: file at "before" → the
+//! write never happened, drop the entry; otherwise keep it. Either way the
+//! temporary name it recorded is deleted, and nothing else.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use time::OffsetDateTime;
+
+use crate::blobs::Blobs;
+use crate::checkpoint::Checkpoint;
+use crate::durable::Durability;
+use crate::error::{Error, Result};
+use crate::index::{Entry, FileState, InFlight, Index};
+use crate::lock::{self, LockError, LockGuard, Mode};
+use crate::store::Store;
+use crate::workspace::{NewContents, Workspace};
+
+/// One session of a store. Cheap to clone; holds no open file.
+#[derive(Debug, Clone)]
+pub struct Session {
+    store: Store,
+    id: String,
+    dir: PathBuf,
+    blobs: Blobs,
+}
+
+/// A file a session has entries for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TrackedFile {
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// The path relative to it.
+    pub path: String,
+}
+
+impl Session {
+    pub(crate) fn open(store: Store, id: String, dir: PathBuf) -> Result<Session> {
+        let blobs = Blobs::new(dir.join("blobs"));
+        let session = Session {
+            store,
+            id,
+            dir,
+            blobs,
+        };
+        // Settle what a dead writer left half done, so that a session that opens
+        // leaves no stray temporary in a workspace.
+        if session
+            .read_index()?
+            .entries
+            .iter()
+            .any(|e| e.in_flight.is_some())
+        {
+            session.mutate(Durability::Full, |_| Ok(()))?;
+        }
+        Ok(session)
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session's directory in the store.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The store the session belongs to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub(crate) fn blobs(&self) -> &Blobs {
+        &self.blobs
+    }
+
+    /// Every entry, oldest first.
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        Ok(self.read_index()?.entries)
+    }
+
+    /// Every file the session has entries for, sorted.
+    pub fn files(&self) -> Result<Vec<TrackedFile>> {
+        let mut files: Vec<TrackedFile> = self
+            .read_index()?
+            .entries
+            .into_iter()
+            .map(|e| TrackedFile {
+                workspace: e.workspace.path,
+                path: e.path,
+            })
+            .collect();
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
+    /// Takes a checkpoint of `path` in `workspace` before the caller changes it:
+    /// backs the file up (or records its absence) and holds the file's lock until
+    /// [`Checkpoint::commit`] or [`Checkpoint::rollback`]. Prefer [`Session::write`]
+    /// and [`Session::remove`], which do all three steps.
+    pub fn checkpoint<'a>(
+        &'a self,
+        workspace: &'a Workspace,
+        path: impl AsRef<Path>,
+        message_id: &str,
+    ) -> Result<Checkpoint<'a>> {
+        let rel = workspace.resolve(path)?;
+        let lock = self.lock_file(workspace, &rel)?;
+        let before = self.back_up(workspace, &rel)?;
+        let created_dirs = workspace.missing_dirs(&rel);
+        let entry = self.record(
+            workspace,
+            &rel,
+            message_id,
+            before,
+            None,
+            created_dirs,
+            None,
+        )?;
+        Ok(Checkpoint::new(self, workspace, rel, entry.seq, lock))
+    }
+
+    /// Replaces `path` in `workspace` with the bytes of `contents`, protected: the
+    /// old file is backed up first, the new contents replace it atomically (an
+    /// existing file keeps its mode; missing parent directories are created), and
+    /// the entry records "after" from the bytes written. Returns the entry.
+    pub fn write(
+        &self,
+        workspace: &Workspace,
+        path: impl AsRef<Path>,
+        mut contents: impl Read,
+        message_id: &str,
+    ) -> Result<Entry> {
+        let rel = workspace.resolve(path)?;
+        let _lock = self.lock_file(workspace, &rel)?;
+        let before = self.back_up(workspace, &rel)?;
+        let parent = workspace
+            .parent_of(&rel, true)?
+            .expect("parent_of creates what is missing");
+        let mut new = NewContents::create(&parent, 0o666)?;
+        let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
+        let mode = new.seal(before.mode)?;
+        let after = FileState::present(sha256, size, mode);
+        let in_flight = InFlight {
+            temp: Some(new.temp_name().to_owned()),
+        };
+        let entry = self.record(
+            workspace,
+            &rel,
+            message_id,
+            before,
+            Some(after),
+            parent.created.clone(),
+            Some(in_flight),
+        )?;
+        if let Err(e) = new.replace_target() {
+            self.forget_unwritten(entry.seq);
+            workspace.remove_empty_dirs(&parent.created);
+            return Err(e);
+        }
+        self.land(entry.seq);
+        Ok(Entry {
+            in_flight: None,
+            ..entry
+        })
+    }
+
+    /// Deletes `path` in `workspace`, protected: backed up first, then removed.
+    /// Returns the entry.
+    pub fn remove(
+        &self,
+        workspace: &Workspace,
+        path: impl AsRef<Path>,
+        message_id: &str,
+    ) -> Result<Entry> {
+        let rel = workspace.resolve(path)?;
+        let _lock = self.lock_file(workspace, &rel)?;
+        let before = self.back_up(workspace, &rel)?;
+        let display = workspace.root().join(&rel);
+        let parent = match workspace.parent_of(&rel, false)? {
+            Some(p) if before.exists => p,
+            _ => {
+                return Err(Error::io("delete", display)(std::io::Error::from(
+                    std::io::ErrorKind::NotFound,
+                )));
+            }
+        };
+        let in_flight = InFlight { temp: None };
+        let entry = self.record(
+            workspace,
+            &rel,
+            message_id,
+            before,
+            Some(FileState::absent()),
+            Vec::new(),
+            Some(in_flight),
+        )?;
+        if let Err(e) = parent.remove_target() {
+            self.forget_unwritten(entry.seq);
+            return Err(e);
+        }
+        self.land(entry.seq);
+        Ok(Entry {
+            in_flight: None,
+            ..entry
+        })
+    }
+
+    /// Step 6: the change is on disk. Losing this update in a crash is harmless
+    /// (recovery finds the file at "after" and clears the mark), so the index is
+    /// synced but its directory is not; and an error here is not the caller's:
+    /// their file was written.
+    fn land(&self, seq: u64) {
+        let _ = self.mutate(Durability::RenameMayBeLost, |idx| {
+            if let Some(e) = idx.entry_mut(seq) {
+                e.in_flight = None;
+            }
+            Ok(())
+        });
+    }
+
+    /// The file was never changed: drop the entry recorded for the change.
+    /// Best effort; recovery does the same if this fails.
+    fn forget_unwritten(&self, seq: u64) {
+        let _ = self.mutate(Durability::Full, |idx| {
+            idx.entries.retain(|e| e.seq != seq);
+            Ok(())
+        });
+    }
+
+    /// Streams the file into a blob, or records its absence.
+    fn back_up(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
+        match workspace.open_regular(rel)? {
+            None => Ok(FileState::absent()),
+            Some(mut f) => {
+                let (sha256, size) = self.blobs.store(&mut f.file, &f.display)?;
+                Ok(FileState::present(sha256, size, f.mode))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        workspace: &Workspace,
+        rel: &str,
+        message_id: &str,
+        before: FileState,
+        after: Option<FileState>,
+        created_dirs: Vec<String>,
+        in_flight: Option<InFlight>,
+    ) -> Result<Entry> {
+        let root = workspace.identity();
+        self.mutate(Durability::Full, |idx| {
+            let version = 1 + idx
+                .entries
+                .iter()
+                .filter(|e| e.path == rel && e.workspace.path == root.path)
+                .count() as u32;
+            let entry = Entry {
+                seq: idx.next_seq,
+                message_id: message_id.to_owned(),
+                workspace: root.clone(),
+                path: rel.to_owned(),
+                version,
+                time: OffsetDateTime::now_utc(),
+                before,
+                after,
+                created_dirs,
+                in_flight,
+            };
+            idx.next_seq += 1;
+            idx.entries.push(entry.clone());
+            Ok(entry)
+        })
+    }
+
+    /// The index as on disk now, read under a shared lock.
+    pub(crate) fn read_index(&self) -> Result<Index> {
+        let _g = self.lock_session(Mode::Shared)?;
+        Index::load(&self.dir, &self.id)
+    }
+
+    /// Read-modify-write of the index under the exclusive lock. In-flight entries
+    /// of dead writers are settled first. The index is written only when `f`
+    /// succeeds and something changed.
+    pub(crate) fn mutate<T>(
+        &self,
+        durability: Durability,
+        f: impl FnOnce(&mut Index) -> Result<T>,
+    ) -> Result<T> {
+        self.mutate_holding(durability, None, f)
+    }
+
+    /// [`Session::mutate`] for a caller that holds the file locks of `held`
+    /// (whose in-flight entries it may then settle itself).
+    pub(crate) fn mutate_holding<T>(
+        &self,
+        durability: Durability,
+        held: Option<&BTreeSet<(PathBuf, String)>>,
+        f: impl FnOnce(&mut Index) -> Result<T>,
+    ) -> Result<T> {
+        let _g = self.lock_session(Mode::Exclusive)?;
+        let mut idx = Index::load(&self.dir, &self.id)?;
+        let original = idx.clone();
+        self.settle_in_flight(&mut idx, held);
+        let out = f(&mut idx)?;
+        if idx != original {
+            idx.save(&self.dir, durability)?;
+        }
+        Ok(out)
+    }
+
+    /// Recovery for write-through changes whose process died between recording
+    /// the entry and clearing its mark. An entry whose file lock is held belongs to
+    /// a live writer and is left alone.
+    fn settle_in_flight(&self, idx: &mut Index, held: Option<&BTreeSet<(PathBuf, String)>>) {
+        let pending: Vec<u64> = idx
+            .entries
+            .iter()
+            .filter(|e| e.in_flight.is_some())
+            .map(|e| e.seq)
+            .collect();
+        for seq in pending {
+            let e = idx.entry_mut(seq).expect("collected above").clone();
+            let key = (e.workspace.path.clone(), e.path.clone());
+            let _guard = if held.is_some_and(|h| h.contains(&key)) {
+                None
+            } else {
+                let lock_path = self.store.file_lock_path(&e.workspace.path, &e.path);
+                let Ok(Some(guard)) = lock::try_acquire(&lock_path) else {
+                    continue;
+                };
+                Some(guard)
+            };
+            let Ok(ws) = Workspace::reopen(&e.workspace) else {
+                continue;
+            };
+            if let (Some(temp), Ok(Some(parent))) = (
+                e.in_flight.as_ref().and_then(|f| f.temp.as_deref()),
+                ws.parent_of(&e.path, false),
+            ) {
+                parent.remove_temp(temp);
+            }
+            let Ok(now) = ws.current_state(&e.path) else {
+                continue;
+            };
+            let done = e.after.as_ref().is_some_and(|a| now.same_contents(a));
+            if !done && now.same_contents(&e.before) {
+                idx.entries.retain(|x| x.seq != seq);
+                ws.remove_empty_dirs(&e.created_dirs);
+            } else if let Some(entry) = idx.entry_mut(seq) {
+                entry.in_flight = None;
+            }
+        }
+    }
+
+    pub(crate) fn lock_session(&self, mode: Mode) -> Result<LockGuard> {
+        let path = self.dir.join("lock");
+        lock::acquire(&path, mode, self.store.options().session_lock_timeout, None).map_err(|e| {
+            match e {
+                LockError::TimedOut { waited, .. } => Error::SessionBusy {
+                    session: self.id.clone(),
+                    waited,
+                },
+                LockError::Io(e) => Error::io("lock", &path)(e),
+            }
+        })
+    }
+
+    /// Takes the lock shared by every session on one real file.
+    pub(crate) fn lock_file(&self, workspace: &Workspace, rel: &str) -> Result<LockGuard> {
+        self.lock_file_at(workspace.root(), rel)
+    }
+
+    pub(crate) fn lock_file_at(&self, root: &Path, rel: &str) -> Result<LockGuard> {
+        let path = self.store.file_lock_path(root, rel);
+        let locks = path.parent().expect("lock paths have a parent");
+        std::fs::create_dir_all(locks).map_err(Error::io("create directory", locks))?;
+        let holder = format!("session {:?} (pid {})", self.id, std::process::id());
+        lock::acquire(
+            &path,
+            Mode::Exclusive,
+            self.store.options().file_lock_timeout,
+            Some(&holder),
+        )
+        .map_err(|e| match e {
+            LockError::TimedOut { waited, holder } => Error::FileBusy {
+                path: root.join(rel),
+                holder,
+                waited,
+            },
+            LockError::Io(e) => Error::io("lock", &path)(e),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, tempfile::TempDir, Session, Workspace) {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let session = Store::new(home.path()).session("s1").unwrap();
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        (home, wsdir, session, ws)
+    }
+
+    #[test]
+    fn write_records_before_and_after() {
+        let (_h, dir, s, ws) = setup();
+        std::fs::write(dir.path().join("a.txt"), "old").unwrap();
+        let e = s.write(&ws, "a.txt", &b"new!"[..], "m1").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"new!");
+        assert_eq!(e.before.size, 3);
+        assert_eq!(e.after.as_ref().unwrap().size, 4);
+        assert!(e.in_flight.is_none());
+        let stored = s.entries().unwrap();
+        assert_eq!(stored, vec![e.clone()]);
+        let blob = s.blobs().path(e.before.sha256.as_deref().unwrap());
+        assert_eq!(std::fs::read(blob).unwrap(), b"old");
+    }
+
+    #[test]
+    fn versions_count_changes_per_file() {
+        let (_h, _d, s, ws) = setup();
+        s.write(&ws, "a", &b"1"[..], "m").unwrap();
+        s.write(&ws, "b", &b"1"[..], "m").unwrap();
+        let e = s.write(&ws, "a", &b"2"[..], "m").unwrap();
+        assert_eq!(e.version, 2);
+        assert_eq!(e.seq, 3);
+    }
+
+    #[test]
+    fn a_dead_writers_half_done_change_is_settled_by_the_next_one() {
+        let (_h, dir, s, ws) = setup();
+        std::fs::write(dir.path().join("f"), "before").unwrap();
+        // Entry recorded and temporary linked, then the writer "died".
+        let before = s.back_up(&ws, "f").unwrap();
+        let parent = ws.parent_of("f", true).unwrap().unwrap();
+        let mut new = NewContents::create(&parent, 0o666).unwrap();
+        let (h, n) = new.fill(&mut &b"after"[..], Path::new("x")).unwrap();
+        new.seal(None).unwrap();
+        new.link().unwrap();
+        let temp = new.temp_name().to_owned();
+        std::mem::forget(new);
+        let after = FileState::present(h, n, 0o644);
+        let inflight = InFlight {
+            temp: Some(temp.clone()),
+        };
+        s.record(&ws, "f", "m", before, Some(after), vec![], Some(inflight))
+            .unwrap();
+        assert!(dir.path().join(&temp).exists());
+        // Any later change settles it: file at before, so the entry goes.
+        s.write(&ws, "g", &b"x"[..], "m2").unwrap();
+        let entries = s.entries().unwrap();
+        assert_eq!(
+            entries.iter().map(|e| e.path.as_str()).collect::<Vec<_>>(),
+            ["g"]
+        );
+        assert!(!dir.path().join(&temp).exists());
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"before");
+    }
+
+    #[test]
+    fn remove_of_a_missing_file_records_nothing() {
+        let (_h, _d, s, ws) = setup();
+        assert!(s.remove(&ws, "nope", "m").is_err());
+        assert!(s.entries().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_session_handle_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Session>();
+        check::<Workspace>();
+    }
+}

@@ -1,0 +1,240 @@
+//! The store home: where sessions live, how they are found, and the per-file
+//! locks shared by every session.
+//!
+//! ```text
+//! <home>/sessions/<id>/{lock, index.json, blobs/}
+//! <home>/locks/<sha256 of the file's real path>
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+use crate::error::{Error, Result};
+use crate::hash::to_hex;
+use crate::home;
+use crate::index::Index;
+use crate::session::Session;
+use crate::session_id;
+use crate::workspace::Workspace;
+
+/// Tunables of a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// How long a checkpoint, write or revert waits for another one on the same
+    /// file before it fails with [`Error::FileBusy`].
+    pub file_lock_timeout: Duration,
+    /// How long an operation waits for a session's lock before it fails with
+    /// [`Error::SessionBusy`].
+    pub session_lock_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            file_lock_timeout: Duration::from_secs(10),
+            session_lock_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A store home holding every session.
+#[derive(Debug, Clone)]
+pub struct Store {
+    home: PathBuf,
+    options: Options,
+}
+
+/// One session as [`Store::sessions`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// The session id.
+    pub id: String,
+    /// The workspace roots its entries are in.
+    pub workspaces: Vec<PathBuf>,
+    /// How many entries it holds.
+    pub entries: usize,
+    /// When its newest entry was made.
+    pub last_change: Option<OffsetDateTime>,
+    /// Bytes of backups it keeps.
+    pub bytes: u64,
+    /// Why its index could not be read, if it could not (the session is listed
+    /// anyway, and nothing of it is changed).
+    pub problem: Option<String>,
+}
+
+impl Store {
+    /// The store at the default home (see [`crate::default_home`]).
+    pub fn open_default() -> Result<Store> {
+        Ok(Store::new(home::default_home()?))
+    }
+
+    /// The store at `home`. Nothing is created until a session is.
+    pub fn new(home: impl Into<PathBuf>) -> Store {
+        Store {
+            home: home.into(),
+            options: Options::default(),
+        }
+    }
+
+    /// Replaces the store's tunables.
+    pub fn with_options(mut self, options: Options) -> Store {
+        self.options = options;
+        self
+    }
+
+    /// The home directory.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The store's tunables.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    pub(crate) fn sessions_dir(&self) -> PathBuf {
+        self.home.join("sessions")
+    }
+
+    /// Opens the session `id`, creating it if it does not exist.
+    pub fn session(&self, id: &str) -> Result<Session> {
+        session_id::validate(id)?;
+        let dir = self.sessions_dir().join(id);
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir).map_err(Error::io("create session directory", &dir))?;
+            crate::sys::fsync_dir_path(&self.sessions_dir())
+                .map_err(Error::io("sync directory", self.sessions_dir()))?;
+        }
+        Session::open(self.clone(), id.to_owned(), dir)
+    }
+
+    /// Opens the existing session `id`: [`Error::SessionNotFound`] if there is none.
+    pub fn open_session(&self, id: &str) -> Result<Session> {
+        session_id::validate(id)?;
+        let dir = self.sessions_dir().join(id);
+        if !dir.is_dir() {
+            return Err(Error::SessionNotFound {
+                session: id.to_owned(),
+                home: self.home.clone(),
+            });
+        }
+        Session::open(self.clone(), id.to_owned(), dir)
+    }
+
+    /// Starts a new session with a generated id, sortable by time.
+    pub fn new_session(&self) -> Result<Session> {
+        self.session(&session_id::generate())
+    }
+
+    /// The ids of every session in the home, sorted.
+    pub fn session_ids(&self) -> Result<Vec<String>> {
+        let dir = self.sessions_dir();
+        let read = match std::fs::read_dir(&dir) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("list sessions in", &dir)(e)),
+        };
+        let mut ids: Vec<String> = read
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|id| session_id::validate(id).is_ok())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Every session of the home with its workspaces, size and last change,
+    /// newest change last.
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
+        let mut out = Vec::new();
+        for id in self.session_ids()? {
+            let dir = self.sessions_dir().join(&id);
+            let bytes = dir_size(&dir.join("blobs"));
+            let summary = match Index::load(&dir, &id) {
+                Ok(idx) => {
+                    let mut workspaces: Vec<PathBuf> = Vec::new();
+                    for e in &idx.entries {
+                        if !workspaces.contains(&e.workspace.path) {
+                            workspaces.push(e.workspace.path.clone());
+                        }
+                    }
+                    SessionSummary {
+                        id,
+                        workspaces,
+                        entries: idx.entries.len(),
+                        last_change: idx.entries.iter().map(|e| e.time).max(),
+                        bytes,
+                        problem: None,
+                    }
+                }
+                Err(e) => SessionSummary {
+                    id,
+                    workspaces: Vec::new(),
+                    entries: 0,
+                    last_change: None,
+                    bytes,
+                    problem: Some(e.to_string()),
+                },
+            };
+            out.push(summary);
+        }
+        out.sort_by(|a, b| a.last_change.cmp(&b.last_change).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// The session that changed `path` (in `workspace`) last, across every session
+    /// of the home: what `turnback revert FILE` uses when no session is named.
+    /// Sessions whose index cannot be read are skipped.
+    pub fn latest_session_for(
+        &self,
+        workspace: &Workspace,
+        path: impl AsRef<Path>,
+    ) -> Result<Option<String>> {
+        let path = path.as_ref();
+        let candidates = crate::revert::candidate_paths(workspace, path)?;
+        let mut best: Option<(OffsetDateTime, u64, String)> = None;
+        for id in self.session_ids()? {
+            let Ok(idx) = Index::load(&self.sessions_dir().join(&id), &id) else {
+                continue;
+            };
+            for e in idx
+                .entries
+                .iter()
+                .filter(|e| e.workspace.path == workspace.root() && candidates.contains(&e.path))
+            {
+                if best
+                    .as_ref()
+                    .is_none_or(|(t, s, _)| (e.time, e.seq) > (*t, *s))
+                {
+                    best = Some((e.time, e.seq, id.clone()));
+                }
+            }
+        }
+        Ok(best.map(|(_, _, id)| id))
+    }
+
+    /// The lock that serializes checkpoints of one real file across sessions.
+    pub(crate) fn file_lock_path(&self, root: &Path, rel: &str) -> PathBuf {
+        let mut h = Sha256::new();
+        h.update(root.as_os_str().as_encoded_bytes());
+        h.update(b"\0");
+        h.update(rel.as_bytes());
+        self.home.join("locks").join(to_hex(&h.finalize()))
+    }
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,649 @@
+//! The workspace capability: the only code that reads or changes a user's files.
+//!
+//! Everything goes through a `cap_std::fs::Dir` opened on the workspace root and
+//! reaches a file by a relative path from it. It never uses an ambient path into
+//! the workspace except to open the root itself (whose identity, device and inode,
+//! is then checked against the recorded one).
+//!
+//! Two walks, for two moments:
+//! - at checkpoint time a path is *resolved*: symbolic links that stay inside the
+//!   workspace are followed (the entry records the real file), links that lead out
+//!   are refused;
+//! - at write and restore time a path is *walked without following*: any component
+//!   that is a symbolic link now is refused, so a directory swapped for a link since
+//!   the checkpoint cannot redirect a write or a delete, even inside the workspace.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+
+use crate::error::{Error, Result};
+use crate::hash::{self, CopyError};
+use crate::index::{FileState, TEMP_PREFIX, WorkspaceRoot};
+use crate::session_id::random_u64;
+use crate::sys;
+
+/// How many symbolic links one path may pass through (as Linux's `MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
+
+/// A workspace root, opened as a capability.
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    dir: Dir,
+    dev: u64,
+    ino: u64,
+}
+
+impl Workspace {
+    /// Opens the workspace whose root is `path` (made absolute and canonical).
+    pub fn open(path: impl AsRef<Path>) -> Result<Workspace> {
+        let path = path.as_ref();
+        let root = std::fs::canonicalize(path).map_err(Error::io("open workspace", path))?;
+        let dir = Dir::open_ambient_dir(&root, ambient_authority())
+            .map_err(Error::io("open workspace", &root))?;
+        let md = dir
+            .dir_metadata()
+            .map_err(Error::io("inspect workspace", &root))?;
+        let (dev, ino) = sys::identity(&md);
+        Ok(Workspace {
+            root,
+            dir,
+            dev,
+            ino,
+        })
+    }
+
+    /// Opens a recorded workspace root again, refusing it unless it is still the
+    /// same directory (device and inode) that was recorded.
+    pub(crate) fn reopen(recorded: &WorkspaceRoot) -> Result<Workspace> {
+        let moved = |reason: String| Error::WorkspaceMoved {
+            workspace: recorded.path.clone(),
+            reason,
+        };
+        let dir = Dir::open_ambient_dir(&recorded.path, ambient_authority())
+            .map_err(|e| moved(format!("it cannot be opened: {e}")))?;
+        let md = dir
+            .dir_metadata()
+            .map_err(Error::io("inspect workspace", &recorded.path))?;
+        let (dev, ino) = sys::identity(&md);
+        if (dev, ino) != (recorded.dev, recorded.ino) {
+            return Err(moved("another directory is at that path now".into()));
+        }
+        Ok(Workspace {
+            root: recorded.path.clone(),
+            dir,
+            dev,
+            ino,
+        })
+    }
+
+    /// The canonical path of the root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub(crate) fn identity(&self) -> WorkspaceRoot {
+        WorkspaceRoot {
+            path: self.root.clone(),
+            dev: self.dev,
+            ino: self.ino,
+        }
+    }
+
+    /// Turns `path` (relative to the root, or absolute inside it) into the real
+    /// file's path relative to the root, `/`-separated: symbolic links inside the
+    /// workspace are followed, `..` is applied to real directories, and anything
+    /// that leads outside is refused. The file itself need not exist.
+    pub fn resolve(&self, path: impl AsRef<Path>) -> Result<String> {
+        let given = path.as_ref();
+        let outside = |via_link: Option<PathBuf>| Error::OutsideWorkspace {
+            path: given.to_owned(),
+            workspace: self.root.clone(),
+            via_link,
+        };
+        let relative = self.relative_input(given).ok_or_else(|| outside(None))?;
+        let mut pending: Vec<PathBuf> = components_reversed(&relative);
+        let mut resolved: Vec<String> = Vec::new();
+        let mut links = 0;
+        while let Some(part) = pending.pop() {
+            if part.as_os_str() == ".." {
+                resolved.pop().ok_or_else(|| outside(None))?;
+                continue;
+            }
+            let name = part
+                .to_str()
+                .ok_or_else(|| Error::NonUtf8Path {
+                    path: given.to_owned(),
+                })?
+                .to_owned();
+            let candidate = join(&resolved, &name);
+            let md = match self.dir.symlink_metadata(&candidate) {
+                Ok(md) => Some(md),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) if is_not_a_directory(&e) => None,
+                Err(e) => return Err(Error::io("inspect", self.root.join(&candidate))(e)),
+            };
+            if !md.is_some_and(|m| m.is_symlink()) {
+                resolved.push(name);
+                continue;
+            }
+            links += 1;
+            let link_path = self.root.join(&candidate);
+            if links > MAX_LINKS {
+                return Err(Error::io("resolve", given)(io::Error::other(
+                    "too many levels of symbolic links",
+                )));
+            }
+            let target = self
+                .dir
+                .read_link_contents(&candidate)
+                .map_err(Error::io("read symbolic link", &link_path))?;
+            let target = if target.is_absolute() {
+                // cap-std refuses absolute links even when they point inside; they
+                // are resolved here, beneath the root, or refused.
+                let inside = target
+                    .strip_prefix(&self.root)
+                    .map_err(|_| outside(Some(link_path.clone())))?;
+                resolved.clear();
+                inside.to_owned()
+            } else {
+                target
+            };
+            pending.extend(components_reversed(&target));
+        }
+        if resolved.is_empty() {
+            return Err(Error::NotRegularFile {
+                path: given.to_owned(),
+                kind: "directory",
+            });
+        }
+        Ok(resolved.join("/"))
+    }
+
+    fn relative_input(&self, given: &Path) -> Option<PathBuf> {
+        if given.is_relative() {
+            return Some(given.to_owned());
+        }
+        if let Ok(rest) = given.strip_prefix(&self.root) {
+            return Some(rest.to_owned());
+        }
+        // The caller may know the root by another name (a symlinked ancestor such
+        // as /tmp -> /private/tmp): compare the real path of the parent.
+        let real_parent = std::fs::canonicalize(given.parent()?).ok()?;
+        let rest = real_parent.strip_prefix(&self.root).ok()?;
+        Some(rest.join(given.file_name()?))
+    }
+
+    /// Walks to the directory holding `rel` without following any symbolic link.
+    /// A missing directory is created when `create_missing` (and listed in the
+    /// result), else the walk ends with `None`: the file cannot exist.
+    pub(crate) fn parent_of(&self, rel: &str, create_missing: bool) -> Result<Option<Parent>> {
+        let (dirs, name) = match rel.rsplit_once('/') {
+            Some((d, n)) => (Some(d), n),
+            None => (None, rel),
+        };
+        let mut dir = self
+            .dir
+            .try_clone()
+            .map_err(Error::io("open workspace", &self.root))?;
+        let mut created = Vec::new();
+        let mut walked = String::new();
+        for comp in dirs.into_iter().flat_map(|d| d.split('/')) {
+            if !walked.is_empty() {
+                walked.push('/');
+            }
+            walked.push_str(comp);
+            dir = match dir.open_dir_nofollow(comp) {
+                Ok(next) => next,
+                Err(e) => match self.classify_component(&dir, comp, &walked, rel, e)? {
+                    Missing if create_missing => {
+                        dir.create_dir(comp)
+                            .map_err(Error::io("create directory", self.root.join(&walked)))?;
+                        sys::fsync_dir(&dir)
+                            .map_err(Error::io("sync directory", self.root.join(&walked)))?;
+                        created.push(walked.clone());
+                        dir.open_dir_nofollow(comp)
+                            .map_err(Error::io("open directory", self.root.join(&walked)))?
+                    }
+                    Missing => return Ok(None),
+                },
+            };
+        }
+        Ok(Some(Parent {
+            dir,
+            name: name.to_owned(),
+            display: self.root.join(rel),
+            rel: rel.to_owned(),
+            created,
+        }))
+    }
+
+    fn classify_component(
+        &self,
+        dir: &Dir,
+        comp: &str,
+        walked: &str,
+        rel: &str,
+        err: io::Error,
+    ) -> Result<Missing> {
+        let unsafe_path = |what| Error::UnsafePath {
+            path: rel.to_owned(),
+            workspace: self.root.clone(),
+            component: walked.to_owned(),
+            what,
+        };
+        match dir.symlink_metadata(comp) {
+            Ok(md) if md.is_symlink() => Err(unsafe_path("a symbolic link")),
+            Ok(md) if !md.is_dir() => Err(unsafe_path("not a directory")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Missing),
+            _ => Err(Error::io("open directory", self.root.join(walked))(err)),
+        }
+    }
+
+    /// Opens `rel` for reading if it exists: never through a symbolic link, never
+    /// blocking, and only if it is a regular file.
+    pub(crate) fn open_regular(&self, rel: &str) -> Result<Option<OpenFile>> {
+        let Some(parent) = self.parent_of(rel, false)? else {
+            return Ok(None);
+        };
+        if !parent.target_kind(&self.root)?.exists() {
+            return Ok(None);
+        }
+        let mut opts = OpenOptions::new();
+        opts.read(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(sys::nonblocking_read_flags());
+        let file = match parent.dir.open_with(&parent.name, &opts) {
+            Ok(f) => f.into_std(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("open", &parent.display)(e)),
+        };
+        let md = file
+            .metadata()
+            .map_err(Error::io("inspect", &parent.display))?;
+        if !md.is_file() {
+            // Replaced by something else between the check and the open.
+            return Err(Error::NotRegularFile {
+                path: parent.display,
+                kind: "special file",
+            });
+        }
+        let mode = sys::file_mode(&file).map_err(Error::io("inspect", &parent.display))?;
+        Ok(Some(OpenFile {
+            file,
+            mode,
+            display: parent.display,
+        }))
+    }
+
+    /// The file's state now: hashed by streaming, or absent.
+    pub(crate) fn current_state(&self, rel: &str) -> Result<FileState> {
+        match self.open_regular(rel)? {
+            None => Ok(FileState::absent()),
+            Some(mut f) => {
+                let (hash, size) =
+                    hash::hash_reader(&mut f.file).map_err(Error::io("read", &f.display))?;
+                Ok(FileState::present(hash, size, f.mode))
+            }
+        }
+    }
+
+    /// The directories on the way to `rel` that do not exist yet, outermost
+    /// first: what a write of `rel` would create.
+    pub(crate) fn missing_dirs(&self, rel: &str) -> Vec<String> {
+        let mut missing = Vec::new();
+        let mut prefix = String::new();
+        let Some((dirs, _)) = rel.rsplit_once('/') else {
+            return missing;
+        };
+        for comp in dirs.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(comp);
+            if !missing.is_empty() || self.dir.symlink_metadata(&prefix).is_err() {
+                missing.push(prefix.clone());
+            }
+        }
+        missing
+    }
+
+    /// Removes directories this store created (innermost first) if they are
+    /// empty; a directory that is not empty, or is no longer a directory, stays.
+    pub(crate) fn remove_empty_dirs(&self, dirs: &[String]) {
+        for d in dirs.iter().rev() {
+            if let Ok(Some(parent)) = self.parent_of(d, false)
+                && parent.dir.remove_dir(&parent.name).is_ok()
+            {
+                let _ = sys::fsync_dir(&parent.dir);
+            }
+        }
+    }
+}
+
+struct Missing;
+
+fn components_reversed(p: &Path) -> Vec<PathBuf> {
+    let mut parts: Vec<PathBuf> = p
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(PathBuf::from(n)),
+            Component::ParentDir => Some(PathBuf::from("..")),
+            _ => None,
+        })
+        .collect();
+    parts.reverse();
+    parts
+}
+
+fn join(resolved: &[String], name: &str) -> String {
+    let mut s = resolved.join("/");
+    if !s.is_empty() {
+        s.push('/');
+    }
+    s.push_str(name);
+    s
+}
+
+fn is_not_a_directory(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotADirectory
+}
+
+/// An open regular file of the workspace.
+pub(crate) struct OpenFile {
+    pub(crate) file: File,
+    pub(crate) mode: u32,
+    pub(crate) display: PathBuf,
+}
+
+/// What is at a file's name right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TargetKind {
+    Absent,
+    Regular,
+}
+
+impl TargetKind {
+    pub(crate) fn exists(self) -> bool {
+        self == TargetKind::Regular
+    }
+}
+
+/// The directory holding a file, reached without following links.
+pub(crate) struct Parent {
+    pub(crate) dir: Dir,
+    pub(crate) name: String,
+    pub(crate) rel: String,
+    pub(crate) display: PathBuf,
+    /// Directories created on the way, outermost first.
+    pub(crate) created: Vec<String>,
+}
+
+impl Parent {
+    /// What the name holds now; a symbolic link or anything but a regular file is
+    /// refused (a write would replace it, a read would follow it).
+    pub(crate) fn target_kind(&self, root: &Path) -> Result<TargetKind> {
+        match self.dir.symlink_metadata(&self.name) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(TargetKind::Absent),
+            Err(e) => Err(Error::io("inspect", &self.display)(e)),
+            Ok(md) if md.is_symlink() => Err(Error::UnsafePath {
+                path: self.rel.clone(),
+                workspace: root.to_owned(),
+                component: self.rel.clone(),
+                what: "a symbolic link",
+            }),
+            Ok(md) if md.is_file() => Ok(TargetKind::Regular),
+            Ok(md) => Err(Error::NotRegularFile {
+                path: self.display.clone(),
+                kind: sys::kind_of(&md),
+            }),
+        }
+    }
+
+    /// Deletes the file (not following a link), then makes that durable.
+    pub(crate) fn remove_target(&self) -> Result<()> {
+        match self.dir.remove_file(&self.name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io("delete", &self.display)(e)),
+        }
+        sys::fsync_dir(&self.dir).map_err(Error::io("sync directory of", &self.display))
+    }
+
+    /// Deletes a temporary this store made in this directory, if it is there.
+    pub(crate) fn remove_temp(&self, temp: &str) {
+        if self.dir.remove_file(temp).is_ok() {
+            let _ = sys::fsync_dir(&self.dir);
+        }
+    }
+}
+
+/// New contents for a workspace file, written beside it and moved over it in
+/// one rename. Unnamed (`O_TMPFILE`) until [`NewContents::link`], where the
+/// filesystem allows; a named temporary left by a failure is deleted on drop.
+pub(crate) struct NewContents<'p> {
+    parent: &'p Parent,
+    file: File,
+    /// The name it has or will have in the directory.
+    temp: String,
+    linked: bool,
+    replaced: bool,
+}
+
+impl<'p> NewContents<'p> {
+    /// Creates the temporary with permission bits `mode` (new files pass
+    /// `0o666` and the umask applies).
+    pub(crate) fn create(parent: &'p Parent, mode: u32) -> Result<Self> {
+        let temp = format!("{TEMP_PREFIX}{:016x}.tmp", random_u64());
+        let err = Error::io("create a temporary beside", &parent.display);
+        if let Some(file) = sys::open_tmpfile(&parent.dir, mode)
+            .map_err(Error::io("create a temporary beside", &parent.display))?
+        {
+            return Ok(NewContents {
+                parent,
+                file,
+                temp,
+                linked: false,
+                replaced: false,
+            });
+        }
+        let mut opts = OpenOptions::new();
+        opts.read(true).write(true).create_new(true).mode(mode);
+        let file = parent.dir.open_with(&temp, &opts).map_err(err)?.into_std();
+        Ok(NewContents {
+            parent,
+            file,
+            temp,
+            linked: true,
+            replaced: false,
+        })
+    }
+
+    /// The name the contents have, or will have once linked.
+    pub(crate) fn temp_name(&self) -> &str {
+        &self.temp
+    }
+
+    /// Streams `reader` in; returns the SHA-256 and size of what was written.
+    pub(crate) fn fill(&mut self, reader: &mut dyn Read, source: &Path) -> Result<(String, u64)> {
+        hash::copy_hashing(reader, Some(&mut self.file)).map_err(|e| match e {
+            CopyError::Read(e) => Error::io("read", source)(e),
+            CopyError::Write(e) => Error::io("write a temporary beside", &self.parent.display)(e),
+        })
+    }
+
+    /// Sets the mode (when given) and makes the contents durable; returns the
+    /// mode the file has.
+    pub(crate) fn seal(&mut self, mode: Option<u32>) -> Result<u32> {
+        let display = &self.parent.display;
+        if let Some(mode) = mode {
+            sys::set_file_mode(&self.file, mode)
+                .map_err(Error::io("set the mode of a temporary beside", display))?;
+        }
+        self.file
+            .sync_all()
+            .map_err(Error::io("sync a temporary beside", display))?;
+        sys::file_mode(&self.file).map_err(Error::io("inspect a temporary beside", display))
+    }
+
+    /// Gives unnamed contents their temporary name.
+    pub(crate) fn link(&mut self) -> Result<()> {
+        if !self.linked {
+            sys::link_tmpfile(&self.file, &self.parent.dir, &self.temp)
+                .map_err(Error::io("name a temporary beside", &self.parent.display))?;
+            self.linked = true;
+        }
+        Ok(())
+    }
+
+    /// Renames the contents over the file and makes the rename durable.
+    pub(crate) fn replace_target(mut self) -> Result<()> {
+        self.link()?;
+        let p = self.parent;
+        p.dir
+            .rename(&self.temp, &p.dir, &p.name)
+            .map_err(Error::io("replace", &p.display))?;
+        self.replaced = true;
+        sys::fsync_dir(&p.dir).map_err(Error::io("sync directory of", &p.display))
+    }
+}
+
+impl Drop for NewContents<'_> {
+    fn drop(&mut self) {
+        if self.linked && !self.replaced {
+            self.parent.remove_temp(&self.temp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn resolves_plain_relative_and_absolute_paths() {
+        let (dir, ws) = ws();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        assert_eq!(ws.resolve("src/lib.rs").unwrap(), "src/lib.rs");
+        assert_eq!(ws.resolve("./src/../src/lib.rs").unwrap(), "src/lib.rs");
+        assert_eq!(
+            ws.resolve(ws.root().join("src/new/x.rs")).unwrap(),
+            "src/new/x.rs"
+        );
+    }
+
+    #[test]
+    fn refuses_paths_that_climb_out() {
+        let (_dir, ws) = ws();
+        for p in ["../x", "a/../../x", "/etc/passwd"] {
+            assert!(
+                matches!(ws.resolve(p), Err(Error::OutsideWorkspace { .. })),
+                "{p}"
+            );
+        }
+        assert!(matches!(ws.resolve("."), Err(Error::NotRegularFile { .. })));
+    }
+
+    #[test]
+    fn follows_links_inside_and_refuses_links_out() {
+        let (dir, ws) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "x").unwrap();
+        std::os::unix::fs::symlink("AGENTS.md", root.join("CLAUDE.md")).unwrap();
+        std::os::unix::fs::symlink("real", root.join("linked")).unwrap();
+        std::os::unix::fs::symlink(ws.root().join("real"), root.join("abs")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        assert_eq!(ws.resolve("CLAUDE.md").unwrap(), "AGENTS.md");
+        assert_eq!(ws.resolve("linked/f").unwrap(), "real/f");
+        assert_eq!(ws.resolve("abs/f").unwrap(), "real/f");
+        match ws.resolve("out/f") {
+            Err(Error::OutsideWorkspace {
+                via_link: Some(l), ..
+            }) => assert!(l.ends_with("out")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_symlink_loop_is_an_error_not_a_hang() {
+        let (dir, ws) = ws();
+        std::os::unix::fs::symlink("b", dir.path().join("a")).unwrap();
+        std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
+        assert!(ws.resolve("a").is_err());
+    }
+
+    #[test]
+    fn the_write_walk_refuses_a_symlinked_directory() {
+        let (dir, ws) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("d")).unwrap();
+        assert!(matches!(
+            ws.parent_of("d/f", true),
+            Err(Error::UnsafePath { .. })
+        ));
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn new_contents_replace_atomically_and_leave_no_temporary() {
+        let (dir, ws) = ws();
+        let parent = ws.parent_of("a/b/f.txt", true).unwrap().unwrap();
+        assert_eq!(parent.created, vec!["a".to_string(), "a/b".to_string()]);
+        let mut nc = NewContents::create(&parent, 0o666).unwrap();
+        let (_, n) = nc.fill(&mut &b"hello"[..], Path::new("stdin")).unwrap();
+        assert_eq!(n, 5);
+        nc.seal(Some(0o755)).unwrap();
+        nc.replace_target().unwrap();
+        let p = dir.path().join("a/b/f.txt");
+        assert_eq!(std::fs::read(&p).unwrap(), b"hello");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("a/b")).unwrap().count(),
+            1
+        );
+    }
+
+    #[test]
+    fn dropped_contents_leave_nothing() {
+        let (dir, ws) = ws();
+        let parent = ws.parent_of("f.txt", true).unwrap().unwrap();
+        let mut nc = NewContents::create(&parent, 0o666).unwrap();
+        nc.fill(&mut &b"half"[..], Path::new("x")).unwrap();
+        nc.link().unwrap();
+        drop(nc);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let (dir, ws) = ws();
+        let fifo = dir.path().join("pipe");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        assert!(matches!(
+            ws.open_regular("pipe"),
+            Err(Error::NotRegularFile { kind: "fifo", .. })
+        ));
+    }
+}

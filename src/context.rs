@@ -1,0 +1,105 @@
+//! Turns global flags into the store, session and workspace a command works on.
+
+use std::path::{Path, PathBuf};
+
+use turnback_store::{Session, Store, Workspace};
+
+use crate::cli::Cli;
+use crate::commands::CliError;
+
+pub(crate) struct Context {
+    pub store: Store,
+    pub cwd: PathBuf,
+    workspace: Option<PathBuf>,
+    session: Option<String>,
+}
+
+impl Context {
+    pub(crate) fn new(cli: &Cli) -> Result<Context, CliError> {
+        let store = match &cli.home {
+            Some(home) => Store::new(home),
+            None => Store::open_default()?,
+        };
+        let cwd = std::env::current_dir()
+            .map_err(|e| CliError::new(format!("cannot read the current directory: {e}"), None))?;
+        Ok(Context {
+            store,
+            cwd,
+            workspace: cli.workspace.clone(),
+            session: cli.session.clone(),
+        })
+    }
+
+    /// The workspace: `--workspace`, else the current directory.
+    pub(crate) fn workspace(&self) -> Result<Workspace, CliError> {
+        Ok(Workspace::open(
+            self.workspace.as_deref().unwrap_or(&self.cwd),
+        )?)
+    }
+
+    /// A path the user typed, made absolute against the current directory.
+    pub(crate) fn user_path(&self, p: &Path) -> PathBuf {
+        self.cwd.join(p)
+    }
+
+    /// The session an agent names (flag or environment): required.
+    pub(crate) fn agent_session(&self) -> Result<Session, CliError> {
+        let id = self.session.as_deref().ok_or_else(|| {
+            CliError::usage(
+                "no session given",
+                "pass --session ID or set TURNBACK_SESSION (an agent uses its conversation id)",
+            )
+        })?;
+        Ok(self.store.session(id)?)
+    }
+
+    /// The session a person means: the named one, else the newest session whose
+    /// workspace holds the current one.
+    pub(crate) fn person_session(&self) -> Result<Session, CliError> {
+        if let Some(id) = &self.session {
+            return Ok(self.store.open_session(id)?);
+        }
+        let ws = self.workspace()?;
+        let newest = self
+            .store
+            .sessions()?
+            .into_iter()
+            .rfind(|s| s.workspaces.iter().any(|w| ws.root().starts_with(w)));
+        match newest {
+            Some(s) => {
+                eprintln!(
+                    "using session {} (the newest with changes in {})",
+                    s.id,
+                    ws.root().display()
+                );
+                Ok(self.store.open_session(&s.id)?)
+            }
+            None => Err(CliError::new(
+                format!("no session has changes in {}", ws.root().display()),
+                Some("pass --session ID; `turnback sessions` lists them".into()),
+            )),
+        }
+    }
+
+    /// The session to revert `file` in: the named one, else the one that changed
+    /// it last.
+    pub(crate) fn session_for_file(
+        &self,
+        ws: &Workspace,
+        file: &Path,
+    ) -> Result<Session, CliError> {
+        if let Some(id) = &self.session {
+            return Ok(self.store.open_session(id)?);
+        }
+        match self.store.latest_session_for(ws, file)? {
+            Some(id) => {
+                eprintln!("using session {id} (it changed {} last)", file.display());
+                Ok(self.store.open_session(&id)?)
+            }
+            None => Err(CliError::new(
+                format!("no session has a change to {}", file.display()),
+                Some("pass --session ID; `turnback sessions` lists them".into()),
+            )),
+        }
+    }
+}
