@@ -87,6 +87,9 @@ mod store;
 mod sys;
 mod workspace;
 
+#[doc(hidden)]
+pub mod fuzz_support;
+
 pub use checkpoint::Checkpoint;
 pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result};
 pub use home::{HOME_ENV, default_home};

@@ -1,0 +1,42 @@
+//! Properties the fuzz targets (`fuzz/`) check, kept here so they can reach
+//! private parsers. Not part of the stable API.
+
+use std::path::{Component, Path};
+
+use crate::index::{Index, is_relative_path};
+
+/// What parses as an index re-serializes to an index that parses to the same
+/// value, and nothing that parses names a blob or a path unsafely.
+pub fn index_round_trip(bytes: &[u8]) {
+    let Ok(idx) = Index::parse(bytes, "fuzz", Path::new("index.json")) else {
+        return;
+    };
+    for e in &idx.entries {
+        assert!(is_relative_path(&e.path));
+        relative_path(&e.path);
+    }
+    let out = serde_json::to_vec(&idx).expect("an index always serializes");
+    let again = Index::parse(&out, "fuzz", Path::new("index.json"))
+        .expect("what was accepted is accepted again");
+    assert_eq!(idx, again);
+}
+
+/// An accepted session id is exactly one plain path component.
+pub fn session_id(id: &str) {
+    if crate::session_id::validate(id).is_ok() {
+        let comps: Vec<_> = Path::new(id).components().collect();
+        assert_eq!(comps, vec![Component::Normal(id.as_ref())], "{id:?}");
+    }
+}
+
+/// An accepted relative path has only plain components.
+pub fn relative_path(p: &str) {
+    if is_relative_path(p) {
+        assert!(
+            Path::new(p)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_))),
+            "{p:?}"
+        );
+    }
+}
