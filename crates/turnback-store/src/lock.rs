@@ -75,27 +75,51 @@ pub(crate) fn acquire(
     holder: Option<&str>,
 ) -> Result<LockGuard, LockError> {
     let file = open(path)?;
-    let start = Instant::now();
-    let mut pause = Duration::from_micros(200);
-    loop {
-        if try_take(&file, mode)? {
-            if let (Mode::Exclusive, Some(holder)) = (mode, holder) {
-                // Best effort: the note only improves a "busy" message.
-                let _ = file
-                    .set_len(0)
-                    .and_then(|_| (&file).write_all(holder.as_bytes()));
-            }
-            return Ok(LockGuard { file });
-        }
-        let waited = start.elapsed();
-        if waited >= timeout {
-            return Err(LockError::TimedOut {
+    let file = if try_take(&file, mode)? {
+        file
+    } else {
+        wait_for(file, mode, timeout).map_err(|e| match e {
+            LockError::TimedOut { waited, .. } => LockError::TimedOut {
                 waited,
                 holder: read_holder(path),
-            });
-        }
-        std::thread::sleep(pause.min(timeout - waited));
-        pause = (pause * 2).min(Duration::from_millis(50));
+            },
+            other => other,
+        })?
+    };
+    if let (Mode::Exclusive, Some(holder)) = (mode, holder) {
+        // Best effort: the note only improves a "busy" message.
+        let _ = file
+            .set_len(0)
+            .and_then(|_| (&file).write_all(holder.as_bytes()));
+    }
+    Ok(LockGuard { file })
+}
+
+/// Waits for a contended lock with a blocking `flock` on a helper thread, so the
+/// waiter wakes the moment the lock is released (polling would add latency and
+/// starve waiters under contention). If the wait times out the thread is left
+/// blocked; when it does get the lock, it finds no one waiting and drops it.
+fn wait_for(file: File, mode: Mode, timeout: Duration) -> Result<File, LockError> {
+    let start = Instant::now();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("turnback-lock-wait".into())
+        .spawn(move || {
+            let r = match mode {
+                Mode::Shared => fs4::FileExt::lock_shared(&file),
+                Mode::Exclusive => fs4::FileExt::lock(&file),
+            };
+            // If the waiter gave up, the send fails and `file` is dropped here,
+            // which releases the lock at once.
+            let _ = tx.send(r.map(|()| file));
+        })?;
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(file)) => Ok(file),
+        Ok(Err(e)) => Err(LockError::Io(e)),
+        Err(_) => Err(LockError::TimedOut {
+            waited: start.elapsed(),
+            holder: None,
+        }),
     }
 }
 

@@ -16,6 +16,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::durable::Durability;
 use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
+use crate::hash;
 use crate::index::{Entry, FileState, Index, WorkspaceRoot, is_relative_path};
 use crate::lock::LockGuard;
 use crate::session::Session;
@@ -131,14 +132,13 @@ impl Session {
         opts: RevertOptions,
     ) -> Result<RevertReport> {
         let path = path.as_ref();
-        let candidates = candidate_paths(workspace, path)?;
-        let root = workspace.root().to_owned();
+        let candidates = candidate_files(workspace, path)?;
         let id = self.id().to_owned();
         revert_entries(self, opts, &move |idx| {
             idx.entries
                 .iter()
                 .rev()
-                .find(|e| e.workspace.path == root && candidates.contains(&e.path))
+                .find(|e| candidates.contains(&e.absolute_path()))
                 .map(|e| vec![e.seq])
                 .ok_or_else(|| Error::NoChangeToFile {
                     session: id.clone(),
@@ -170,9 +170,17 @@ impl Session {
     }
 }
 
-/// The paths an entry for `path` may be recorded under: as written (`.` and `..`
-/// applied lexically), and with links resolved as a checkpoint would.
-pub(crate) fn candidate_paths(workspace: &Workspace, path: &Path) -> Result<Vec<String>> {
+/// The absolute paths an entry for `path` may be recorded under: as written (`.`
+/// and `..` applied lexically), and with links resolved as a checkpoint would.
+/// Entries are matched by absolute path, so nested workspaces see each other's.
+pub(crate) fn candidate_files(workspace: &Workspace, path: &Path) -> Result<Vec<PathBuf>> {
+    Ok(candidate_paths(workspace, path)?
+        .into_iter()
+        .map(|rel| workspace.root().join(rel))
+        .collect())
+}
+
+fn candidate_paths(workspace: &Workspace, path: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let relative = if path.is_absolute() {
         path.strip_prefix(workspace.root()).ok().map(Path::to_owned)
@@ -232,12 +240,12 @@ pub(crate) fn revert_entries(
         let files = files_of(&idx, &select(&idx)?);
         let mut by_lock: Vec<_> = files
             .iter()
-            .map(|(root, rel)| (session.store().file_lock_path(root, rel), root, rel))
+            .map(|file| (session.store().file_lock_path(file), file))
             .collect();
         by_lock.sort();
         let _guards: Vec<LockGuard> = by_lock
             .iter()
-            .map(|(_, root, rel)| session.lock_file_at(root, rel))
+            .map(|(_, file)| session.lock_file_at(file))
             .collect::<Result<_>>()?;
         match attempt(session, opts, select, Some(&files))? {
             Attempt::Done(r) => return r,
@@ -263,11 +271,12 @@ pub(crate) fn revert_locked(
     }
 }
 
-fn files_of(idx: &Index, seqs: &[u64]) -> BTreeSet<(PathBuf, String)> {
+/// The absolute paths of the files the entries `seqs` change.
+fn files_of(idx: &Index, seqs: &[u64]) -> BTreeSet<PathBuf> {
     idx.entries
         .iter()
         .filter(|e| seqs.contains(&e.seq))
-        .map(|e| (e.workspace.path.clone(), e.path.clone()))
+        .map(Entry::absolute_path)
         .collect()
 }
 
@@ -275,7 +284,7 @@ fn attempt(
     session: &Session,
     opts: RevertOptions,
     select: Select,
-    locked: Option<&BTreeSet<(PathBuf, String)>>,
+    locked: Option<&BTreeSet<PathBuf>>,
 ) -> Result<Attempt> {
     session.mutate_holding(Durability::Full, locked, |idx| {
         let seqs = select(idx)?;
@@ -306,26 +315,25 @@ fn attempt(
                 conflicts,
             })));
         }
-        for p in &plans {
-            if let Some(hash) = p.target.sha256.as_deref()
-                && !session.blobs().exists(hash)
-            {
-                return Ok(Attempt::Done(Err(Error::BlobMissing {
-                    session: session.id().to_owned(),
-                    path: p.rel.clone(),
-                    hash: hash.to_owned(),
-                })));
-            }
+        if let Err(e) = check_backups(session, &plans) {
+            return Ok(Attempt::Done(Err(e)));
         }
         // Restore newest first; drop the entries of each file as it is done, so
         // that a failure part way leaves an index that matches the files.
+        let mut outcome = Ok(());
+        let mut restored = Vec::new();
         for p in &plans {
             if let Err(e) = restore(session, p) {
-                return Ok(Attempt::Done(Err(e)));
+                outcome = Err(e);
+                break;
             }
             idx.entries.retain(|e| !p.seqs.contains(&e.seq));
+            restored.push(p);
         }
-        Ok(Attempt::Done(Ok(report(session, &plans, true))))
+        remove_created_dirs(&restored);
+        Ok(Attempt::Done(
+            outcome.map(|()| report(session, &plans, true)),
+        ))
     })
 }
 
@@ -342,7 +350,7 @@ fn plan(session: &Session, idx: &Index, seqs: &[u64]) -> Result<Vec<FilePlan>> {
         let temp = e.in_flight.as_ref().and_then(|f| f.temp.clone());
         match plans
             .iter_mut()
-            .position(|p| p.root.path == e.workspace.path && p.rel == e.path)
+            .position(|p| p.root.path.join(&p.rel) == e.absolute_path())
         {
             Some(i) => {
                 let p = &mut plans[i];
@@ -375,7 +383,7 @@ fn plan(session: &Session, idx: &Index, seqs: &[u64]) -> Result<Vec<FilePlan>> {
                 None => FileStatus::NeverCommitted,
                 Some(a) if now.same_contents(&a) => FileStatus::Safe,
                 Some(_) => FileStatus::ChangedSince {
-                    by: find_changer(session.store(), &p.root.path, &p.rel, &now),
+                    by: find_changer(session.store(), &p.root.path.join(&p.rel), &now),
                 },
             }
         };
@@ -385,16 +393,15 @@ fn plan(session: &Session, idx: &Index, seqs: &[u64]) -> Result<Vec<FilePlan>> {
 
 /// The newest entry in any session of the store whose "after" is the file as it
 /// is now: the change that made it so.
-fn find_changer(store: &Store, root: &Path, rel: &str, now: &FileState) -> Option<ChangedBy> {
+fn find_changer(store: &Store, file: &Path, now: &FileState) -> Option<ChangedBy> {
     let mut best: Option<(Entry, String)> = None;
     for id in store.session_ids().ok()? {
         let Ok(idx) = Index::load(&store.sessions_dir().join(&id), &id) else {
             continue;
         };
         for e in idx.entries {
-            let matches = e.workspace.path == root
-                && e.path == rel
-                && e.after.as_ref().is_some_and(|a| a.same_contents(now));
+            let matches =
+                e.absolute_path() == file && e.after.as_ref().is_some_and(|a| a.same_contents(now));
             if matches
                 && best
                     .as_ref()
@@ -448,9 +455,6 @@ fn restore(session: &Session, p: &FilePlan) -> Result<()> {
             }
         }
     }
-    if !p.target.exists {
-        ws.remove_empty_dirs(&p.created_dirs);
-    }
     if !p.temps.is_empty()
         && let Some(parent) = ws.parent_of(&p.rel, false)?
     {
@@ -459,6 +463,68 @@ fn restore(session: &Session, p: &FilePlan) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Every backup a revert will write must be there, and when the revert restores
+/// more than one file, intact: a damaged backup found half way would leave the
+/// revert half done. (A single file's backup is verified as it is copied, before
+/// it replaces anything.)
+fn check_backups(session: &Session, plans: &[FilePlan]) -> Result<()> {
+    let writes: Vec<(&FilePlan, &str)> = plans
+        .iter()
+        .filter(|p| p.status != FileStatus::AlreadyReverted)
+        .filter_map(|p| p.target.sha256.as_deref().map(|h| (p, h)))
+        .collect();
+    let to_touch = plans
+        .iter()
+        .filter(|p| p.status != FileStatus::AlreadyReverted)
+        .count();
+    for (p, hash) in &writes {
+        let missing = || Error::BlobMissing {
+            session: session.id().to_owned(),
+            path: p.rel.clone(),
+            hash: hash.to_string(),
+        };
+        if to_touch <= 1 {
+            if !session.blobs().exists(hash) {
+                return Err(missing());
+            }
+            continue;
+        }
+        let mut blob = session.blobs().open(hash).map_err(|_| missing())?;
+        let blob_path = session.blobs().path(hash);
+        let (actual, _) = hash::hash_reader(&mut blob).map_err(Error::io("read", &blob_path))?;
+        if actual != *hash {
+            return Err(Error::BlobCorrupt {
+                session: session.id().to_owned(),
+                path: p.rel.clone(),
+                hash: hash.to_string(),
+                actual,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Removes the directories that the reverted changes created, once every file
+/// is restored and deepest first: one file's directory may hold another's.
+fn remove_created_dirs(restored: &[&FilePlan]) {
+    let mut by_root: Vec<(&WorkspaceRoot, Vec<&String>)> = Vec::new();
+    for p in restored.iter().filter(|p| !p.target.exists) {
+        match by_root.iter_mut().find(|(r, _)| *r == &p.root) {
+            Some((_, dirs)) => dirs.extend(&p.created_dirs),
+            None => by_root.push((&p.root, p.created_dirs.iter().collect())),
+        }
+    }
+    for (root, mut dirs) in by_root {
+        let Ok(ws) = Workspace::reopen(root) else {
+            continue;
+        };
+        // Outermost first, as remove_empty_dirs expects (it works from the end).
+        dirs.sort_by_key(|d| (d.matches('/').count(), d.as_str()));
+        dirs.dedup();
+        ws.remove_empty_dirs(&dirs.into_iter().cloned().collect::<Vec<_>>());
+    }
 }
 
 fn report(session: &Session, plans: &[FilePlan], applied: bool) -> RevertReport {

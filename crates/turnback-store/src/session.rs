@@ -129,7 +129,7 @@ impl Session {
     ) -> Result<Checkpoint<'a>> {
         let rel = workspace.resolve(path)?;
         let lock = self.lock_file(workspace, &rel)?;
-        let before = self.back_up(workspace, &rel)?;
+        let before = self.back_up_checked(workspace, &rel)?;
         let created_dirs = workspace.missing_dirs(&rel);
         let entry = self.record(
             workspace,
@@ -156,26 +156,39 @@ impl Session {
     ) -> Result<Entry> {
         let rel = workspace.resolve(path)?;
         let _lock = self.lock_file(workspace, &rel)?;
-        let before = self.back_up(workspace, &rel)?;
+        let before = self.back_up_checked(workspace, &rel)?;
         let parent = workspace
             .parent_of(&rel, true)?
             .expect("parent_of creates what is missing");
-        let mut new = NewContents::create(&parent, 0o666)?;
-        let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
-        let mode = new.seal(before.mode)?;
-        let after = FileState::present(sha256, size, mode);
-        let in_flight = InFlight {
-            temp: Some(new.temp_name().to_owned()),
+        let prepared = NewContents::create(&parent, 0o666).and_then(|mut new| {
+            let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
+            let mode = new.seal(before.mode)?;
+            Ok((new, FileState::present(sha256, size, mode)))
+        });
+        let recorded = prepared.and_then(|(new, after)| {
+            let in_flight = InFlight {
+                temp: Some(new.temp_name().to_owned()),
+            };
+            let entry = self.record(
+                workspace,
+                &rel,
+                message_id,
+                before,
+                Some(after),
+                parent.created.clone(),
+                Some(in_flight),
+            )?;
+            Ok((new, entry))
+        });
+        let (new, entry) = match recorded {
+            Ok(r) => r,
+            Err(e) => {
+                // Nothing was recorded and the file is untouched; take back the
+                // directories made for it.
+                workspace.remove_empty_dirs(&parent.created);
+                return Err(e);
+            }
         };
-        let entry = self.record(
-            workspace,
-            &rel,
-            message_id,
-            before,
-            Some(after),
-            parent.created.clone(),
-            Some(in_flight),
-        )?;
         if let Err(e) = new.replace_target() {
             self.forget_unwritten(entry.seq);
             workspace.remove_empty_dirs(&parent.created);
@@ -198,7 +211,7 @@ impl Session {
     ) -> Result<Entry> {
         let rel = workspace.resolve(path)?;
         let _lock = self.lock_file(workspace, &rel)?;
-        let before = self.back_up(workspace, &rel)?;
+        let before = self.back_up_checked(workspace, &rel)?;
         let display = workspace.root().join(&rel);
         let parent = match workspace.parent_of(&rel, false)? {
             Some(p) if before.exists => p,
@@ -251,6 +264,13 @@ impl Session {
         });
     }
 
+    /// [`Session::back_up`] once the index is known to be readable: a damaged
+    /// index must not leave a new backup behind that no entry will name.
+    fn back_up_checked(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
+        self.read_index()?;
+        self.back_up(workspace, rel)
+    }
+
     /// Streams the file into a blob, or records its absence.
     fn back_up(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
         match workspace.open_regular(rel)? {
@@ -278,7 +298,7 @@ impl Session {
             let version = 1 + idx
                 .entries
                 .iter()
-                .filter(|e| e.path == rel && e.workspace.path == root.path)
+                .filter(|e| e.absolute_path() == root.path.join(rel))
                 .count() as u32;
             let entry = Entry {
                 seq: idx.next_seq,
@@ -320,7 +340,7 @@ impl Session {
     pub(crate) fn mutate_holding<T>(
         &self,
         durability: Durability,
-        held: Option<&BTreeSet<(PathBuf, String)>>,
+        held: Option<&BTreeSet<PathBuf>>,
         f: impl FnOnce(&mut Index) -> Result<T>,
     ) -> Result<T> {
         let _g = self.lock_session(Mode::Exclusive)?;
@@ -337,7 +357,7 @@ impl Session {
     /// Recovery for write-through changes whose process died between recording
     /// the entry and clearing its mark. An entry whose file lock is held belongs to
     /// a live writer and is left alone.
-    fn settle_in_flight(&self, idx: &mut Index, held: Option<&BTreeSet<(PathBuf, String)>>) {
+    fn settle_in_flight(&self, idx: &mut Index, held: Option<&BTreeSet<PathBuf>>) {
         let pending: Vec<u64> = idx
             .entries
             .iter()
@@ -346,11 +366,11 @@ impl Session {
             .collect();
         for seq in pending {
             let e = idx.entry_mut(seq).expect("collected above").clone();
-            let key = (e.workspace.path.clone(), e.path.clone());
-            let _guard = if held.is_some_and(|h| h.contains(&key)) {
+            let file = e.absolute_path();
+            let _guard = if held.is_some_and(|h| h.contains(&file)) {
                 None
             } else {
-                let lock_path = self.store.file_lock_path(&e.workspace.path, &e.path);
+                let lock_path = self.store.file_lock_path(&file);
                 let Ok(Some(guard)) = lock::try_acquire(&lock_path) else {
                     continue;
                 };
@@ -393,11 +413,12 @@ impl Session {
 
     /// Takes the lock shared by every session on one real file.
     pub(crate) fn lock_file(&self, workspace: &Workspace, rel: &str) -> Result<LockGuard> {
-        self.lock_file_at(workspace.root(), rel)
+        self.lock_file_at(&workspace.root().join(rel))
     }
 
-    pub(crate) fn lock_file_at(&self, root: &Path, rel: &str) -> Result<LockGuard> {
-        let path = self.store.file_lock_path(root, rel);
+    /// Takes the lock of the file at the absolute real path `file`.
+    pub(crate) fn lock_file_at(&self, file: &Path) -> Result<LockGuard> {
+        let path = self.store.file_lock_path(file);
         let locks = path.parent().expect("lock paths have a parent");
         std::fs::create_dir_all(locks).map_err(Error::io("create directory", locks))?;
         let holder = format!("session {:?} (pid {})", self.id, std::process::id());
@@ -409,7 +430,7 @@ impl Session {
         )
         .map_err(|e| match e {
             LockError::TimedOut { waited, holder } => Error::FileBusy {
-                path: root.join(rel),
+                path: file.to_owned(),
                 holder,
                 waited,
             },

@@ -195,7 +195,7 @@ impl Store {
         path: impl AsRef<Path>,
     ) -> Result<Option<String>> {
         let path = path.as_ref();
-        let candidates = crate::revert::candidate_paths(workspace, path)?;
+        let candidates = crate::revert::candidate_files(workspace, path)?;
         let mut best: Option<(OffsetDateTime, u64, String)> = None;
         for id in self.session_ids()? {
             let Ok(idx) = Index::load(&self.sessions_dir().join(&id), &id) else {
@@ -204,7 +204,7 @@ impl Store {
             for e in idx
                 .entries
                 .iter()
-                .filter(|e| e.workspace.path == workspace.root() && candidates.contains(&e.path))
+                .filter(|e| candidates.contains(&e.absolute_path()))
             {
                 if best
                     .as_ref()
@@ -217,12 +217,12 @@ impl Store {
         Ok(best.map(|(_, _, id)| id))
     }
 
-    /// The lock that serializes checkpoints of one real file across sessions.
-    pub(crate) fn file_lock_path(&self, root: &Path, rel: &str) -> PathBuf {
+    /// The lock that serializes checkpoints of one real file across sessions,
+    /// named by the file's absolute real path, so that one file reached from two
+    /// nested workspaces has one lock.
+    pub(crate) fn file_lock_path(&self, file: &Path) -> PathBuf {
         let mut h = Sha256::new();
-        h.update(root.as_os_str().as_encoded_bytes());
-        h.update(b"\0");
-        h.update(rel.as_bytes());
+        h.update(file.as_os_str().as_encoded_bytes());
         self.home.join("locks").join(to_hex(&h.finalize()))
     }
 }

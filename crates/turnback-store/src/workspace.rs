@@ -198,20 +198,13 @@ impl Workspace {
                 walked.push('/');
             }
             walked.push_str(comp);
-            dir = match dir.open_dir_nofollow(comp) {
-                Ok(next) => next,
-                Err(e) => match self.classify_component(&dir, comp, &walked, rel, e)? {
-                    Missing if create_missing => {
-                        dir.create_dir(comp)
-                            .map_err(Error::io("create directory", self.root.join(&walked)))?;
-                        sys::fsync_dir(&dir)
-                            .map_err(Error::io("sync directory", self.root.join(&walked)))?;
-                        created.push(walked.clone());
-                        dir.open_dir_nofollow(comp)
-                            .map_err(Error::io("open directory", self.root.join(&walked)))?
-                    }
-                    Missing => return Ok(None),
-                },
+            dir = match self.step_into(&dir, comp, &walked, rel, create_missing)? {
+                Step::Opened(next) => next,
+                Step::Created(next) => {
+                    created.push(walked.clone());
+                    next
+                }
+                Step::Missing => return Ok(None),
             };
         }
         Ok(Some(Parent {
@@ -223,26 +216,55 @@ impl Workspace {
         }))
     }
 
-    fn classify_component(
+    /// Opens the directory `comp` of `dir` without following a link, creating it
+    /// when it is missing and `create` is set. Another writer may create or
+    /// remove it at the same moment: a directory that appears is used (and not
+    /// counted as ours), one that vanishes is tried again.
+    fn step_into(
         &self,
         dir: &Dir,
         comp: &str,
         walked: &str,
         rel: &str,
-        err: io::Error,
-    ) -> Result<Missing> {
+        create: bool,
+    ) -> Result<Step> {
         let unsafe_path = |what| Error::UnsafePath {
             path: rel.to_owned(),
             workspace: self.root.clone(),
             component: walked.to_owned(),
             what,
         };
-        match dir.symlink_metadata(comp) {
-            Ok(md) if md.is_symlink() => Err(unsafe_path("a symbolic link")),
-            Ok(md) if !md.is_dir() => Err(unsafe_path("not a directory")),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Missing),
-            _ => Err(Error::io("open directory", self.root.join(walked))(err)),
+        let display = || self.root.join(walked);
+        for _ in 0..8 {
+            let err = match dir.open_dir_nofollow(comp) {
+                Ok(next) => return Ok(Step::Opened(next)),
+                Err(e) => e,
+            };
+            match dir.symlink_metadata(comp) {
+                Ok(md) if md.is_symlink() => return Err(unsafe_path("a symbolic link")),
+                Ok(md) if !md.is_dir() => return Err(unsafe_path("not a directory")),
+                Ok(_) => continue, // appeared since the open: open it again
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(_) => return Err(Error::io("open directory", display())(err)),
+            }
+            if !create {
+                return Ok(Step::Missing);
+            }
+            match dir.create_dir(comp) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io("create directory", display())(e)),
+            }
+            sys::fsync_dir(dir).map_err(Error::io("sync directory", display()))?;
+            match dir.open_dir_nofollow(comp) {
+                Ok(next) => return Ok(Step::Created(next)),
+                // Replaced between our mkdir and open: look again.
+                Err(_) => continue,
+            }
         }
+        Err(Error::io("open directory", display())(io::Error::other(
+            "it keeps being created and removed by someone else",
+        )))
     }
 
     /// Opens `rel` for reading if it exists: never through a symbolic link, never
@@ -326,7 +348,11 @@ impl Workspace {
     }
 }
 
-struct Missing;
+enum Step {
+    Opened(Dir),
+    Created(Dir),
+    Missing,
+}
 
 fn components_reversed(p: &Path) -> Vec<PathBuf> {
     let mut parts: Vec<PathBuf> = p
