@@ -3,3 +3,13 @@
 
 // Shared helpers: temporary homes and workspaces, the built binary, tree digests.
 mod util;
+// Real processes: concurrent appends, a revert from another process, racing writers, SIGKILL mid-write.
+mod processes;
+// Hostile paths: symlink swaps, a replaced root, paths outside, non-regular files.
+mod hostile;
+// Damaged store: corrupt or newer index, missing or corrupted backups.
+mod corrupt;
+// Byte-exact round trips of write, remove, undo, revert and rewind.
+mod roundtrip;
+// The safety check, the checkpoint bracket, dry runs and listings.
+mod behaviour;

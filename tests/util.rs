@@ -18,6 +18,12 @@ pub struct Env {
     pub ws: tempfile::TempDir,
 }
 
+impl Default for Env {
+    fn default() -> Self {
+        Env::new()
+    }
+}
+
 impl Env {
     pub fn new() -> Env {
         Env {
@@ -67,13 +73,18 @@ pub fn tree_digest(root: &Path) -> BTreeMap<PathBuf, String> {
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
-    let Ok(read) = std::fs::read_dir(dir) else { return };
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in read.flatten() {
         let p = e.path();
         let rel = p.strip_prefix(root).unwrap().to_owned();
         let md = std::fs::symlink_metadata(&p).unwrap();
         if md.is_symlink() {
-            out.insert(rel, format!("link {}", std::fs::read_link(&p).unwrap().display()));
+            out.insert(
+                rel,
+                format!("link {}", std::fs::read_link(&p).unwrap().display()),
+            );
         } else if md.is_dir() {
             out.insert(rel, "dir".into());
             walk(root, &p, out);
@@ -82,7 +93,11 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
             let bytes = std::fs::read(&p).unwrap_or_default();
             out.insert(
                 rel,
-                format!("file {:o} {:?}", md.permissions().mode() & 0o7777, String::from_utf8_lossy(&bytes)),
+                format!(
+                    "file {:o} {:?}",
+                    md.permissions().mode() & 0o7777,
+                    String::from_utf8_lossy(&bytes)
+                ),
             );
         }
     }
@@ -92,6 +107,9 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
 pub fn stray_temps(dir: &Path) -> Vec<PathBuf> {
     tree_digest(dir)
         .into_keys()
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".turnback-")))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(".turnback-"))
+        })
         .collect()
 }
