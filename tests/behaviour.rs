@@ -5,33 +5,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use turnback_store::{
     ChangedBy, Conflict, ConflictReason, Error, FileRevert, FileState, FileStatus, Options,
     RevertAction, RevertOptions, RevertReport, Store, TrackedFile, Workspace,
 };
 
-use crate::util::{self, Env};
-
-const FORCE: RevertOptions = RevertOptions {
-    force: true,
-    dry_run: false,
-};
-const DRY: RevertOptions = RevertOptions {
-    force: false,
-    dry_run: true,
-};
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn read(p: &Path) -> Vec<u8> {
-    std::fs::read(p).unwrap()
-}
+use crate::util::{self, Env, dry, forced, mode_of, plain, read, sha256_hex};
 
 fn inode(p: &Path) -> u64 {
     std::fs::metadata(p).unwrap().ino()
@@ -55,16 +34,14 @@ fn refusal(r: turnback_store::Result<RevertReport>) -> (String, Vec<Conflict>) {
 
 #[test]
 fn a_file_edited_by_hand_since_refuses_undo_until_forced() {
-    let env = Env::new();
-    let s = env.session("hand");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("hand");
     let p = env.path("f.txt");
     std::fs::write(&p, b"v0").unwrap();
     let e = s.write(&ws, "f.txt", &b"v1"[..], "m1").unwrap();
     std::fs::write(&p, b"edited by hand").unwrap();
     let ino = inode(&p);
 
-    let (session, conflicts) = refusal(s.undo(RevertOptions::default()));
+    let (session, conflicts) = refusal(s.undo(plain()));
     assert_eq!(session, "hand");
     assert_eq!(
         conflicts,
@@ -86,10 +63,10 @@ fn a_file_edited_by_hand_since_refuses_undo_until_forced() {
     assert_eq!(s.entries().unwrap(), vec![e.clone()], "the entry stays");
 
     // revert of that file is refused the same way.
-    let (_, c2) = refusal(s.revert(&ws, "f.txt", RevertOptions::default()));
+    let (_, c2) = refusal(s.revert(&ws, "f.txt", plain()));
     assert_eq!(c2, conflicts);
 
-    let r = s.undo(FORCE).unwrap();
+    let r = s.undo(forced()).unwrap();
     assert!(r.applied);
     assert_eq!(r.files[0].status, FileStatus::ChangedSince { by: None });
     assert_eq!(read(&p), b"v0");
@@ -107,7 +84,7 @@ fn a_file_changed_by_another_session_names_that_session_and_message() {
     let ea = a.write(&ws, "shared.rs", &b"by A"[..], "msg-a").unwrap();
     let eb = b.write(&ws, "shared.rs", &b"by B"[..], "msg-b").unwrap();
 
-    let (session, conflicts) = refusal(a.revert(&ws, "shared.rs", RevertOptions::default()));
+    let (session, conflicts) = refusal(a.revert(&ws, "shared.rs", plain()));
     assert_eq!(session, "sess-a");
     assert_eq!(conflicts.len(), 1);
     assert_eq!(conflicts[0].path, "shared.rs");
@@ -128,11 +105,9 @@ fn a_file_changed_by_another_session_names_that_session_and_message() {
     assert_eq!(a.entries().unwrap().len(), 1);
 
     // B steps back first; then A's revert is safe.
-    b.undo(RevertOptions::default()).unwrap();
+    b.undo(plain()).unwrap();
     assert_eq!(read(&p), b"by A");
-    let r = a
-        .revert(&ws, "shared.rs", RevertOptions::default())
-        .unwrap();
+    let r = a.revert(&ws, "shared.rs", plain()).unwrap();
     assert_eq!(r.files[0].status, FileStatus::Safe);
     assert_eq!(read(&p), b"v0");
 }
@@ -141,16 +116,14 @@ fn a_file_changed_by_another_session_names_that_session_and_message() {
 
 #[test]
 fn a_file_already_back_at_before_counts_as_done() {
-    let env = Env::new();
-    let s = env.session("done");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("done");
     let p = env.path("f.txt");
     std::fs::write(&p, b"original").unwrap();
     let e = s.write(&ws, "f.txt", &b"changed"[..], "m1").unwrap();
     std::fs::write(&p, b"original").unwrap();
     let ino = inode(&p);
 
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert!(r.applied);
     assert_eq!(r.files.len(), 1);
     assert_eq!(r.files[0].seqs, vec![e.seq]);
@@ -162,9 +135,7 @@ fn a_file_already_back_at_before_counts_as_done() {
 
 #[test]
 fn a_created_file_deleted_by_hand_and_a_removed_file_restored_by_hand_count_as_done() {
-    let env = Env::new();
-    let s = env.session("done2");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("done2");
     s.write(&ws, "new.txt", &b"new"[..], "m1").unwrap();
     std::fs::write(env.path("old.txt"), b"keep").unwrap();
     s.remove(&ws, "old.txt", "m2").unwrap();
@@ -172,7 +143,7 @@ fn a_created_file_deleted_by_hand_and_a_removed_file_restored_by_hand_count_as_d
     std::fs::write(env.path("old.txt"), b"keep").unwrap();
     let ino = inode(&env.path("old.txt"));
 
-    let r = s.rewind("m1", RevertOptions::default()).unwrap();
+    let r = s.rewind("m1", plain()).unwrap();
     assert_eq!(r.files.len(), 2);
     assert!(
         r.files
@@ -189,9 +160,7 @@ fn a_created_file_deleted_by_hand_and_a_removed_file_restored_by_hand_count_as_d
 
 #[test]
 fn a_checkpoint_dropped_without_commit_needs_force() {
-    let env = Env::new();
-    let s = env.session("pending");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("pending");
     let p = env.path("f.txt");
     std::fs::write(&p, b"v0").unwrap();
     let seq = {
@@ -205,7 +174,7 @@ fn a_checkpoint_dropped_without_commit_needs_force() {
     assert!(!entries[0].is_committed());
     assert_eq!(entries[0].after, None);
 
-    let (_, conflicts) = refusal(s.undo(RevertOptions::default()));
+    let (_, conflicts) = refusal(s.undo(plain()));
     assert_eq!(conflicts.len(), 1);
     assert_eq!(conflicts[0].path, "f.txt");
     assert_eq!(conflicts[0].seq, seq);
@@ -213,7 +182,7 @@ fn a_checkpoint_dropped_without_commit_needs_force() {
     assert_eq!(read(&p), b"half written");
     assert_eq!(s.entries().unwrap().len(), 1);
 
-    let r = s.undo(FORCE).unwrap();
+    let r = s.undo(forced()).unwrap();
     assert_eq!(r.files[0].status, FileStatus::NeverCommitted);
     assert_eq!(read(&p), b"v0");
     assert!(s.entries().unwrap().is_empty());
@@ -221,30 +190,26 @@ fn a_checkpoint_dropped_without_commit_needs_force() {
 
 #[test]
 fn an_uncommitted_checkpoint_of_a_new_file_needs_force_to_delete_it() {
-    let env = Env::new();
-    let s = env.session("pending-new");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("pending-new");
     let p = env.path("new.txt");
     {
         let _cp = s.checkpoint(&ws, "new.txt", "m1").unwrap();
         std::fs::write(&p, b"made by the caller").unwrap();
     }
-    let (_, conflicts) = refusal(s.undo(RevertOptions::default()));
+    let (_, conflicts) = refusal(s.undo(plain()));
     assert_eq!(conflicts[0].reason, ConflictReason::NeverCommitted);
     assert!(p.exists());
-    let r = s.undo(FORCE).unwrap();
+    let r = s.undo(forced()).unwrap();
     assert_eq!(r.files[0].action, RevertAction::Delete);
     assert!(!p.exists());
 }
 
 #[test]
 fn an_uncommitted_checkpoint_whose_file_never_changed_counts_as_done() {
-    let env = Env::new();
-    let s = env.session("pending-same");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("pending-same");
     std::fs::write(env.path("f"), b"same").unwrap();
     drop(s.checkpoint(&ws, "f", "m1").unwrap());
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(r.files[0].status, FileStatus::AlreadyReverted);
     assert!(s.entries().unwrap().is_empty());
 }
@@ -253,12 +218,10 @@ fn an_uncommitted_checkpoint_whose_file_never_changed_counts_as_done() {
 
 #[test]
 fn checkpoint_and_commit_record_the_file_as_written() {
-    let env = Env::new();
-    let s = env.session("bracket");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("bracket");
     let p = env.path("f.txt");
     std::fs::write(&p, b"v0").unwrap();
-    let mode = std::fs::metadata(&p).unwrap().mode() & 0o7777;
+    let mode = mode_of(&p);
 
     let cp = s.checkpoint(&ws, "./f.txt", "m1").unwrap();
     assert_eq!(cp.path(), "f.txt");
@@ -285,32 +248,28 @@ fn checkpoint_and_commit_record_the_file_as_written() {
     );
     assert_eq!(s.entries().unwrap(), vec![e]);
 
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(r.files[0].status, FileStatus::Safe);
     assert_eq!(read(&p), b"v0");
 }
 
 #[test]
 fn checkpoint_and_commit_of_a_deletion_record_the_file_as_absent() {
-    let env = Env::new();
-    let s = env.session("bracket-rm");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("bracket-rm");
     let p = env.path("doomed.txt");
     std::fs::write(&p, b"last words").unwrap();
     let cp = s.checkpoint(&ws, "doomed.txt", "m1").unwrap();
     std::fs::remove_file(&p).unwrap();
     let e = cp.commit().unwrap();
     assert_eq!(e.after, Some(FileState::absent()));
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(r.files[0].status, FileStatus::Safe);
     assert_eq!(read(&p), b"last words");
 }
 
 #[test]
 fn checkpoint_and_rollback_restore_the_file_and_drop_the_entry() {
-    let env = Env::new();
-    let s = env.session("rollback");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("rollback");
     let p = env.path("f.txt");
     std::fs::write(&p, b"v0").unwrap();
     let cp = s.checkpoint(&ws, "f.txt", "m1").unwrap();
@@ -322,9 +281,7 @@ fn checkpoint_and_rollback_restore_the_file_and_drop_the_entry() {
 
 #[test]
 fn checkpoint_and_rollback_delete_a_file_that_did_not_exist() {
-    let env = Env::new();
-    let s = env.session("rollback-new");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("rollback-new");
     let cp = s.checkpoint(&ws, "fresh/dir/new.txt", "m1").unwrap();
     std::fs::create_dir_all(env.path("fresh/dir")).unwrap();
     std::fs::write(env.path("fresh/dir/new.txt"), b"partial").unwrap();
@@ -348,9 +305,7 @@ fn checkpoint_and_rollback_delete_a_file_that_did_not_exist() {
 
 #[test]
 fn a_held_checkpoint_makes_another_writer_busy_until_commit() {
-    let env = Env::new();
-    let holding = env.session("holder-session-7");
-    let ws = env.workspace();
+    let (env, holding, ws) = Env::with_session("holder-session-7");
     let p = env.path("f.txt");
     std::fs::write(&p, b"v0").unwrap();
     let cp = holding.checkpoint(&ws, "f.txt", "m1").unwrap();
@@ -404,9 +359,7 @@ fn a_held_checkpoint_makes_another_writer_busy_until_commit() {
 
 #[test]
 fn dry_runs_touch_nothing_and_report_the_plan() {
-    let env = Env::new();
-    let s = env.session("dry");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("dry");
     let root = ws.root().to_owned();
     std::fs::write(env.path("f1"), b"a0").unwrap();
     std::fs::write(env.path("f2"), b"b0").unwrap();
@@ -434,7 +387,7 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
         status,
     };
 
-    let r = s.undo(DRY).unwrap();
+    let r = s.undo(dry()).unwrap();
     unchanged("undo --dry-run");
     assert!(!r.applied);
     assert_eq!(r.session, "dry");
@@ -448,7 +401,7 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
         )]
     );
 
-    let r = s.revert(&ws, "f2", DRY).unwrap();
+    let r = s.revert(&ws, "f2", dry()).unwrap();
     unchanged("revert --dry-run");
     assert!(!r.applied);
     assert_eq!(
@@ -461,7 +414,7 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
         )]
     );
 
-    let r = s.rewind("m1", DRY).unwrap();
+    let r = s.rewind("m1", dry()).unwrap();
     unchanged("rewind --dry-run");
     assert!(!r.applied);
     assert_eq!(
@@ -503,7 +456,7 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
     assert_eq!(r.files.len(), 3);
 
     // And the real rewind is refused for the file edited by hand.
-    let (_, c) = refusal(s.rewind("m1", RevertOptions::default()));
+    let (_, c) = refusal(s.rewind("m1", plain()));
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].path, "f2");
     unchanged("a refused rewind");
@@ -513,9 +466,7 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
 
 #[test]
 fn rewind_checks_every_file_before_touching_any() {
-    let env = Env::new();
-    let s = env.session("atomic");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("atomic");
     std::fs::write(env.path("first"), b"1-old").unwrap();
     std::fs::write(env.path("second"), b"2-old").unwrap();
     s.write(&ws, "first", &b"1-new"[..], "m1").unwrap();
@@ -531,16 +482,16 @@ fn rewind_checks_every_file_before_touching_any() {
     );
     let entries = s.entries().unwrap();
 
-    let (_, conflicts) = refusal(s.rewind("m1", RevertOptions::default()));
+    let (_, conflicts) = refusal(s.rewind("m1", plain()));
     assert_eq!(conflicts.len(), 1);
     assert_eq!(conflicts[0].path, "first");
     assert!(matches!(
         conflicts[0].reason,
         ConflictReason::ChangedSince { .. }
     ));
-    assert_eq!(read(&env.path("first")), b"1-hand");
-    assert_eq!(read(&env.path("second")), b"2-new", "second was touched");
-    assert_eq!(read(&env.path("third/new.txt")), b"3", "third was touched");
+    assert_eq!(read(env.path("first")), b"1-hand");
+    assert_eq!(read(env.path("second")), b"2-new", "second was touched");
+    assert_eq!(read(env.path("third/new.txt")), b"3", "third was touched");
     assert_eq!(
         (
             inode(&env.path("second")),
@@ -556,15 +507,13 @@ fn rewind_checks_every_file_before_touching_any() {
 
 #[test]
 fn nothing_to_undo_no_change_to_file_and_unknown_message_are_their_own_errors() {
-    let env = Env::new();
-    let s = env.session("errs");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("errs");
 
-    match s.undo(RevertOptions::default()) {
+    match s.undo(plain()) {
         Err(Error::NothingToUndo { session }) => assert_eq!(session, "errs"),
         other => panic!("expected NothingToUndo, got {other:?}"),
     }
-    match s.undo(DRY) {
+    match s.undo(dry()) {
         Err(Error::NothingToUndo { .. }) => {}
         other => panic!("expected NothingToUndo for a dry run, got {other:?}"),
     }
@@ -578,7 +527,7 @@ fn nothing_to_undo_no_change_to_file_and_unknown_message_are_their_own_errors() 
     let tree = util::tree_digest(env.ws.path());
 
     for path in ["never.txt", "theirs.txt"] {
-        match s.revert(&ws, path, RevertOptions::default()) {
+        match s.revert(&ws, path, plain()) {
             Err(Error::NoChangeToFile { session, path: p }) => {
                 assert_eq!(session, "errs");
                 assert_eq!(p, PathBuf::from(path));
@@ -586,7 +535,7 @@ fn nothing_to_undo_no_change_to_file_and_unknown_message_are_their_own_errors() 
             other => panic!("expected NoChangeToFile for {path}, got {other:?}"),
         }
     }
-    match s.rewind("no-such-message", RevertOptions::default()) {
+    match s.rewind("no-such-message", plain()) {
         Err(Error::MessageNotFound {
             session,
             message_id,
@@ -596,7 +545,7 @@ fn nothing_to_undo_no_change_to_file_and_unknown_message_are_their_own_errors() 
         }
         other => panic!("expected MessageNotFound, got {other:?}"),
     }
-    match s.rewind("t1", DRY) {
+    match s.rewind("t1", dry()) {
         Err(Error::MessageNotFound { .. }) => {}
         other => panic!("another session's message is not this one's: {other:?}"),
     }
@@ -607,13 +556,10 @@ fn nothing_to_undo_no_change_to_file_and_unknown_message_are_their_own_errors() 
     );
     assert_eq!(s.entries().unwrap().len(), 1);
 
-    s.undo(RevertOptions::default()).unwrap();
+    s.undo(plain()).unwrap();
+    assert!(matches!(s.undo(plain()), Err(Error::NothingToUndo { .. })));
     assert!(matches!(
-        s.undo(RevertOptions::default()),
-        Err(Error::NothingToUndo { .. })
-    ));
-    assert!(matches!(
-        s.revert(&ws, "touched.txt", RevertOptions::default()),
+        s.revert(&ws, "touched.txt", plain()),
         Err(Error::NoChangeToFile { .. })
     ));
 }
@@ -731,7 +677,7 @@ fn store_sessions_lists_ids_counts_and_workspaces() {
     assert_eq!(t.workspaces, vec![ws.root().to_owned()]);
 
     // An undo is reflected in the counts.
-    one.undo(RevertOptions::default()).unwrap();
+    one.undo(plain()).unwrap();
     let o = store
         .sessions()
         .unwrap()
@@ -780,8 +726,8 @@ fn latest_session_for_names_the_last_session_to_change_the_file() {
     assert_eq!(store.latest_session_for(&ws, "nope").unwrap(), None);
 
     // Once third's change is undone, second's is the latest.
-    s3.undo(RevertOptions::default()).unwrap();
-    assert_eq!(read(&env.path("f")), b"2");
+    s3.undo(plain()).unwrap();
+    assert_eq!(read(env.path("f")), b"2");
     assert_eq!(
         store.latest_session_for(&ws, "f").unwrap().as_deref(),
         Some("second")
@@ -790,36 +736,34 @@ fn latest_session_for_names_the_last_session_to_change_the_file() {
 
 #[test]
 fn undo_takes_the_newest_entry_each_time() {
-    let env = Env::new();
-    let s = env.session("newest");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("newest");
     std::fs::write(env.path("f1"), b"f1-0").unwrap();
     let e1 = s.write(&ws, "f1", &b"f1-1"[..], "m1").unwrap();
     let e2 = s.write(&ws, "f2", &b"f2-1"[..], "m2").unwrap();
     let e3 = s.write(&ws, "f1", &b"f1-2"[..], "m3").unwrap();
 
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(r.files.len(), 1);
     assert_eq!(
         (r.files[0].path.as_str(), r.files[0].seqs.clone()),
         ("f1", vec![e3.seq])
     );
-    assert_eq!(read(&env.path("f1")), b"f1-1");
-    assert_eq!(read(&env.path("f2")), b"f2-1");
+    assert_eq!(read(env.path("f1")), b"f1-1");
+    assert_eq!(read(env.path("f2")), b"f2-1");
 
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(
         (r.files[0].path.as_str(), r.files[0].seqs.clone()),
         ("f2", vec![e2.seq])
     );
     assert!(!env.path("f2").exists());
-    assert_eq!(read(&env.path("f1")), b"f1-1");
+    assert_eq!(read(env.path("f1")), b"f1-1");
 
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(
         (r.files[0].path.as_str(), r.files[0].seqs.clone()),
         ("f1", vec![e1.seq])
     );
-    assert_eq!(read(&env.path("f1")), b"f1-0");
+    assert_eq!(read(env.path("f1")), b"f1-0");
     assert!(s.entries().unwrap().is_empty());
 }

@@ -7,23 +7,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use turnback_store::{Error, RevertOptions, RevertReport, Session, Store, Workspace};
+use turnback_store::{Error, RevertReport, Session, Store, Workspace};
 
-use crate::util::{Env, stray_temps, tree_digest};
-
-fn forced() -> RevertOptions {
-    RevertOptions {
-        force: true,
-        dry_run: false,
-    }
-}
+use crate::util::{Env, dry, forced, plain, read, read_text, stray_temps, tree_digest};
 
 /// A session with a few real changes: `a.txt` and `b.txt` changed (their old
 /// contents are backups), `sub/c.txt` created.
 fn with_changes(id: &str) -> (Env, Session, Workspace) {
-    let env = Env::new();
-    let s = env.session(id);
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session(id);
     fs::write(env.path("a.txt"), "a one\n").unwrap();
     fs::write(env.path("b.txt"), "b one\n").unwrap();
     s.write(&ws, "a.txt", &b"a two\n"[..], "m1").unwrap();
@@ -118,11 +109,6 @@ type Op<'a> = (&'static str, Box<dyn Fn() -> Error + 'a>);
 /// Every operation a damaged index must stop, by name; each returns its error
 /// when called (so the caller can check the disk after each one).
 fn every_operation<'a>(env: &'a Env, s: &'a Session, ws: &'a Workspace) -> Vec<Op<'a>> {
-    let dry = RevertOptions {
-        force: false,
-        dry_run: true,
-    };
-    let plain = RevertOptions::default();
     vec![
         ("entries", Box::new(|| s.entries().unwrap_err())),
         ("files", Box::new(|| s.files().unwrap_err())),
@@ -142,21 +128,18 @@ fn every_operation<'a>(env: &'a Env, s: &'a Session, ws: &'a Workspace) -> Vec<O
             "checkpoint",
             Box::new(|| s.checkpoint(ws, "sub/c.txt", "m4").map(|_| ()).unwrap_err()),
         ),
-        ("undo", Box::new(move || s.undo(plain).unwrap_err())),
+        ("undo", Box::new(|| s.undo(plain()).unwrap_err())),
         ("undo --force", Box::new(|| s.undo(forced()).unwrap_err())),
-        ("undo --dry-run", Box::new(move || s.undo(dry).unwrap_err())),
+        ("undo --dry-run", Box::new(|| s.undo(dry()).unwrap_err())),
         (
             "revert",
-            Box::new(move || s.revert(ws, "a.txt", plain).unwrap_err()),
+            Box::new(|| s.revert(ws, "a.txt", plain()).unwrap_err()),
         ),
         (
             "revert --force",
             Box::new(|| s.revert(ws, "a.txt", forced()).unwrap_err()),
         ),
-        (
-            "rewind",
-            Box::new(move || s.rewind("m1", plain).unwrap_err()),
-        ),
+        ("rewind", Box::new(|| s.rewind("m1", plain()).unwrap_err())),
         (
             "rewind --force",
             Box::new(|| s.rewind("m1", forced()).unwrap_err()),
@@ -191,7 +174,7 @@ fn assert_corrupt_index(what: &str, err: &Error, s: &Session) {
 /// CorruptIndex and touches nothing.
 fn corrupt_with(id: &str, damage: impl FnOnce(&[u8]) -> Vec<u8>) {
     let (env, s, ws) = with_changes(id);
-    let good = fs::read(index_path(&s)).unwrap();
+    let good = read(index_path(&s));
     fs::write(index_path(&s), damage(&good)).unwrap();
     every_operation_fails_untouched(&env, &s, &ws, |what, err| {
         assert_corrupt_index(what, err, &s)
@@ -265,7 +248,7 @@ fn an_entry_hash_that_is_not_a_hash_is_corrupt() {
 #[test]
 fn a_newer_format_stops_everything_and_is_left_alone() {
     let (env, s, ws) = with_changes("newer");
-    let good = fs::read(index_path(&s)).unwrap();
+    let good = read(index_path(&s));
     let newer = edit_index(&good, |v| {
         assert_eq!(v["format"], 1);
         v["format"] = 2.into();
@@ -285,7 +268,7 @@ fn a_newer_format_stops_everything_and_is_left_alone() {
         }
         other => panic!("{what}: expected NewerFormat, got {other:?}"),
     });
-    assert_eq!(fs::read(index_path(&s)).unwrap(), newer);
+    assert_eq!(read(index_path(&s)), newer);
 }
 
 // ---------------------------------------------------------------------------
@@ -301,9 +284,35 @@ fn blob_of(s: &Session, seq_index: usize) -> (String, PathBuf) {
 }
 
 type Revert<'a> = (
-    &'static str,
+    String,
     Box<dyn Fn() -> turnback_store::Result<RevertReport> + 'a>,
 );
+
+/// The reverts that reach the newest change, to `path` by `message`: undo and
+/// revert of `path`, plain and forced, and rewind of `message`.
+fn reverts_of_newest<'a>(
+    s: &'a Session,
+    ws: &'a Workspace,
+    path: &'a str,
+    message: &'a str,
+) -> Vec<Revert<'a>> {
+    vec![
+        ("undo".into(), Box::new(move || s.undo(plain()))),
+        ("undo --force".into(), Box::new(move || s.undo(forced()))),
+        (
+            "revert".into(),
+            Box::new(move || s.revert(ws, path, plain())),
+        ),
+        (
+            "revert --force".into(),
+            Box::new(move || s.revert(ws, path, forced())),
+        ),
+        (
+            format!("rewind {message}"),
+            Box::new(move || s.rewind(message, plain())),
+        ),
+    ]
+}
 
 /// Runs each revert in turn and checks it fails with the error `check` accepts
 /// and leaves the index, the backups, the entries and the workspace alone.
@@ -318,9 +327,9 @@ fn each_fails_untouched(
     for (what, revert) in reverts {
         match revert() {
             Ok(r) => panic!("{what}: expected an error, got {r:?}"),
-            Err(e) => check(what, e),
+            Err(e) => check(&what, e),
         }
-        assert_unchanged(what, &before, env, s);
+        assert_unchanged(&what, &before, env, s);
         assert_eq!(s.entries().unwrap(), entries, "{what}: entries changed");
         assert!(stray_temps(env.ws.path()).is_empty(), "{what}: stray temp");
     }
@@ -373,24 +382,9 @@ fn a_missing_backup_stops_the_undo_and_touches_nothing() {
     s.write(&ws, "b.txt", &b"b three\n"[..], "m4").unwrap();
     let (hash, blob) = blob_of(&s, 3);
     fs::remove_file(&blob).unwrap();
-    let reverts: Vec<Revert> = vec![
-        ("undo", Box::new(|| s.undo(RevertOptions::default()))),
-        ("undo --force", Box::new(|| s.undo(forced()))),
-        (
-            "revert",
-            Box::new(|| s.revert(&ws, "b.txt", RevertOptions::default())),
-        ),
-        (
-            "revert --force",
-            Box::new(|| s.revert(&ws, "b.txt", forced())),
-        ),
-        (
-            "rewind m4",
-            Box::new(|| s.rewind("m4", RevertOptions::default())),
-        ),
-    ];
+    let reverts = reverts_of_newest(&s, &ws, "b.txt", "m4");
     each_fails_untouched(&env, &s, reverts, expect_blob_missing(&s, "b.txt", &hash));
-    assert_eq!(fs::read_to_string(env.path("b.txt")).unwrap(), "b three\n");
+    assert_eq!(read_text(env.path("b.txt")), "b three\n");
 }
 
 #[test]
@@ -400,16 +394,19 @@ fn a_missing_backup_stops_a_whole_rewind_before_any_file_is_touched() {
     let (hash, blob) = blob_of(&s, 1);
     fs::remove_file(&blob).unwrap();
     let reverts: Vec<Revert> = vec![
+        ("rewind m2".into(), Box::new(|| s.rewind("m2", plain()))),
         (
-            "rewind m2",
-            Box::new(|| s.rewind("m2", RevertOptions::default())),
+            "rewind m2 --force".into(),
+            Box::new(|| s.rewind("m2", forced())),
         ),
-        ("rewind m2 --force", Box::new(|| s.rewind("m2", forced()))),
-        ("rewind m1 --force", Box::new(|| s.rewind("m1", forced()))),
+        (
+            "rewind m1 --force".into(),
+            Box::new(|| s.rewind("m1", forced())),
+        ),
     ];
     each_fails_untouched(&env, &s, reverts, expect_blob_missing(&s, "b.txt", &hash));
-    assert_eq!(fs::read_to_string(env.path("sub/c.txt")).unwrap(), "c\n");
-    assert_eq!(fs::read_to_string(env.path("a.txt")).unwrap(), "a two\n");
+    assert_eq!(read_text(env.path("sub/c.txt")), "c\n");
+    assert_eq!(read_text(env.path("a.txt")), "a two\n");
 }
 
 #[test]
@@ -417,39 +414,22 @@ fn a_corrupted_backup_stops_the_undo_and_touches_nothing() {
     let (env, s, ws) = with_changes("blob-corrupt");
     s.write(&ws, "b.txt", &b"b three\n"[..], "m4").unwrap();
     let (hash, blob) = blob_of(&s, 3);
-    let good = fs::read(&blob).unwrap();
+    let good = read(&blob);
     assert_eq!(good, b"b two\n");
     // Same size, different bytes: only the hash can tell.
     fs::write(&blob, b"B TWO\n").unwrap();
-    let reverts: Vec<Revert> = vec![
-        ("undo", Box::new(|| s.undo(RevertOptions::default()))),
-        ("undo --force", Box::new(|| s.undo(forced()))),
-        (
-            "revert",
-            Box::new(|| s.revert(&ws, "b.txt", RevertOptions::default())),
-        ),
-        (
-            "revert --force",
-            Box::new(|| s.revert(&ws, "b.txt", forced())),
-        ),
-        (
-            "rewind m4",
-            Box::new(|| s.rewind("m4", RevertOptions::default())),
-        ),
-    ];
+    let reverts = reverts_of_newest(&s, &ws, "b.txt", "m4");
     each_fails_untouched(&env, &s, reverts, expect_blob_corrupt(&s, "b.txt", &hash));
-    assert_eq!(fs::read_to_string(env.path("b.txt")).unwrap(), "b three\n");
+    assert_eq!(read_text(env.path("b.txt")), "b three\n");
     // Control: with the backup repaired the undo goes through.
     fs::write(&blob, &good).unwrap();
-    s.undo(RevertOptions::default()).unwrap();
-    assert_eq!(fs::read_to_string(env.path("b.txt")).unwrap(), "b two\n");
+    s.undo(plain()).unwrap();
+    assert_eq!(read_text(env.path("b.txt")), "b two\n");
 }
 
 #[test]
 fn a_corrupted_backup_in_a_subdirectory_leaves_no_temporary_there() {
-    let env = Env::new();
-    let s = env.session("blob-corrupt-sub");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("blob-corrupt-sub");
     fs::create_dir_all(env.path("deep/er")).unwrap();
     fs::write(env.path("deep/er/f.txt"), "old\n").unwrap();
     s.write(&ws, "deep/er/f.txt", &b"new contents\n"[..], "m1")
@@ -474,10 +454,7 @@ fn a_rewind_with_one_corrupted_backup_touches_no_file() {
     // so damage a.txt's backup.
     let (hash, blob) = blob_of(&s, 0);
     fs::write(&blob, b"A ONE\n").unwrap();
-    let reverts: Vec<Revert> = vec![(
-        "rewind m1",
-        Box::new(|| s.rewind("m1", RevertOptions::default())),
-    )];
+    let reverts: Vec<Revert> = vec![("rewind m1".into(), Box::new(|| s.rewind("m1", plain())))];
     each_fails_untouched(&env, &s, reverts, expect_blob_corrupt(&s, "a.txt", &hash));
 }
 

@@ -3,33 +3,16 @@
 //! and things that are not regular files. Each test checks the error variant and
 //! that nothing on disk changed (by comparing tree digests before and after).
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, symlink};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use turnback_store::{Error, RevertOptions, RevertReport, Session, Store, Workspace};
+use turnback_store::{Entry, Error, RevertReport, Session, Store, Workspace};
 
-use crate::util::{self, Env, tree_digest};
-
-fn plain() -> RevertOptions {
-    RevertOptions::default()
-}
-
-fn forced() -> RevertOptions {
-    RevertOptions {
-        force: true,
-        dry_run: false,
-    }
-}
-
-fn dry() -> RevertOptions {
-    RevertOptions {
-        force: false,
-        dry_run: true,
-    }
-}
+use crate::util::{self, Env, dry, forced, plain, read_text, tree_digest};
 
 /// Every way to revert `path` (or the change of `message`): undo, revert and
 /// rewind, each plain, forced and as a dry run.
@@ -49,6 +32,72 @@ fn every_revert(
         ));
     }
     out
+}
+
+/// The path a refusal of `what` (one of [`every_revert`]) names: `reverted` for
+/// a revert, `newest` (the path of the newest change) for undo and rewind.
+fn path_refused<'a>(what: &str, reverted: &'a str, newest: &'a str) -> &'a str {
+    if what.starts_with("revert") {
+        reverted
+    } else {
+        newest
+    }
+}
+
+/// write (of `contents`), remove and checkpoint of `path`, each of which must
+/// fail: their errors, by name.
+fn every_change(
+    s: &Session,
+    ws: &Workspace,
+    path: impl AsRef<Path>,
+    contents: &[u8],
+) -> Vec<(&'static str, Error)> {
+    let path = path.as_ref();
+    vec![
+        ("write", s.write(ws, path, contents, "m").unwrap_err()),
+        ("remove", s.remove(ws, path, "m").unwrap_err()),
+        ("checkpoint", s.checkpoint(ws, path, "m").unwrap_err()),
+    ]
+}
+
+/// What a refused operation must leave alone: some trees (each named for the
+/// failure message, and kept as its digest) and the session's entries.
+struct Untouched<'a> {
+    s: &'a Session,
+    trees: Vec<(&'static str, &'a Path, BTreeMap<PathBuf, String>)>,
+    entries: Vec<Entry>,
+}
+
+impl<'a> Untouched<'a> {
+    /// Records the `trees` (name, root) and the entries of `s` as they are now.
+    fn now(s: &'a Session, trees: &[(&'static str, &'a Path)]) -> Self {
+        Untouched {
+            s,
+            trees: trees
+                .iter()
+                .map(|&(name, root)| (name, root, tree_digest(root)))
+                .collect(),
+            entries: s.entries().unwrap(),
+        }
+    }
+
+    /// The digest recorded for the tree called `name`.
+    fn digest(&self, name: &str) -> &BTreeMap<PathBuf, String> {
+        let (_, _, digest) = self.trees.iter().find(|(n, _, _)| *n == name).unwrap();
+        digest
+    }
+
+    /// Fails, naming `what`, if a tree or the entries are not as recorded.
+    fn check(&self, what: &str) {
+        for (name, root, before) in &self.trees {
+            assert_eq!(&tree_digest(root), before, "{what}: {name} changed");
+        }
+        assert_eq!(
+            self.s.entries().unwrap(),
+            self.entries,
+            "{what}: entries changed"
+        );
+    }
 }
 
 /// Runs `f` on another thread and fails the test if it takes more than 5 s (a
@@ -128,9 +177,7 @@ fn change_in_d(env: &Env, s: &Session, ws: &Workspace, away: &Path) {
 
 #[test]
 fn a_directory_swapped_for_a_link_out_of_the_workspace_is_refused() {
-    let env = Env::new();
-    let s = env.session("swap-out");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("swap-out");
     let away = tempfile::tempdir().unwrap();
     change_in_d(&env, &s, &ws, away.path());
 
@@ -141,27 +188,13 @@ fn a_directory_swapped_for_a_link_out_of_the_workspace_is_refused() {
     fs::write(outside.path().join("g.txt"), "created g\n").unwrap();
     symlink(outside.path(), env.path("d")).unwrap();
 
-    let entries = s.entries().unwrap();
-    let out_before = tree_digest(outside.path());
-    let ws_before = tree_digest(env.ws.path());
+    let untouched = Untouched::now(
+        &s,
+        &[("outside", outside.path()), ("workspace", env.ws.path())],
+    );
     for (what, r) in every_revert(&s, &ws, "d/f.txt", "m1") {
-        let path = if what.starts_with("revert") {
-            "d/f.txt"
-        } else {
-            "d/g.txt"
-        };
-        assert_unsafe_path(&what, r, path, "d");
-        assert_eq!(
-            tree_digest(outside.path()),
-            out_before,
-            "{what}: outside changed"
-        );
-        assert_eq!(
-            tree_digest(env.ws.path()),
-            ws_before,
-            "{what}: workspace changed"
-        );
-        assert_eq!(s.entries().unwrap(), entries, "{what}: entries changed");
+        assert_unsafe_path(&what, r, path_refused(&what, "d/f.txt", "d/g.txt"), "d");
+        untouched.check(&what);
     }
     assert!(is_link(&env.path("d")));
 
@@ -169,19 +202,14 @@ fn a_directory_swapped_for_a_link_out_of_the_workspace_is_refused() {
     fs::remove_file(env.path("d")).unwrap();
     fs::rename(away.path().join("d"), env.path("d")).unwrap();
     s.rewind("m1", plain()).unwrap();
-    assert_eq!(
-        fs::read_to_string(env.path("d/f.txt")).unwrap(),
-        "original f\n"
-    );
+    assert_eq!(read_text(env.path("d/f.txt")), "original f\n");
     assert!(!env.path("d/g.txt").exists());
-    assert_eq!(tree_digest(outside.path()), out_before);
+    assert_eq!(&tree_digest(outside.path()), untouched.digest("outside"));
 }
 
 #[test]
 fn a_directory_swapped_for_a_link_inside_the_workspace_is_refused_too() {
-    let env = Env::new();
-    let s = env.session("swap-in");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("swap-in");
     let away = tempfile::tempdir().unwrap();
     change_in_d(&env, &s, &ws, away.path());
 
@@ -190,39 +218,20 @@ fn a_directory_swapped_for_a_link_inside_the_workspace_is_refused_too() {
     fs::rename(away.path().join("d"), env.path("e")).unwrap();
     symlink("e", env.path("d")).unwrap();
 
-    let entries = s.entries().unwrap();
-    let ws_before = tree_digest(env.ws.path());
+    let untouched = Untouched::now(&s, &[("workspace", env.ws.path())]);
     for (what, r) in every_revert(&s, &ws, "d/f.txt", "m1") {
-        let path = if what.starts_with("revert") {
-            "d/f.txt"
-        } else {
-            "d/g.txt"
-        };
-        assert_unsafe_path(&what, r, path, "d");
-        assert_eq!(
-            tree_digest(env.ws.path()),
-            ws_before,
-            "{what}: workspace changed"
-        );
-        assert_eq!(s.entries().unwrap(), entries, "{what}: entries changed");
+        assert_unsafe_path(&what, r, path_refused(&what, "d/f.txt", "d/g.txt"), "d");
+        untouched.check(&what);
     }
-    assert_eq!(
-        fs::read_to_string(env.path("e/f.txt")).unwrap(),
-        "changed f\n"
-    );
-    assert_eq!(
-        fs::read_to_string(env.path("e/g.txt")).unwrap(),
-        "created g\n"
-    );
+    assert_eq!(read_text(env.path("e/f.txt")), "changed f\n");
+    assert_eq!(read_text(env.path("e/g.txt")), "created g\n");
 }
 
 #[test]
 fn a_missing_directory_swapped_for_a_link_cannot_recreate_a_deleted_file_outside() {
     // A remove through the session, then the directory becomes a link out: the
     // undo would recreate the file in the other directory.
-    let env = Env::new();
-    let s = env.session("swap-rm");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("swap-rm");
     fs::create_dir(env.path("d")).unwrap();
     fs::write(env.path("d/f.txt"), "keep me\n").unwrap();
     s.remove(&ws, "d/f.txt", "m1").unwrap();
@@ -231,21 +240,14 @@ fn a_missing_directory_swapped_for_a_link_cannot_recreate_a_deleted_file_outside
     let outside = tempfile::tempdir().unwrap();
     symlink(outside.path(), env.path("d")).unwrap();
 
-    let out_before = tree_digest(outside.path());
-    let ws_before = tree_digest(env.ws.path());
+    let untouched = Untouched::now(
+        &s,
+        &[("outside", outside.path()), ("workspace", env.ws.path())],
+    );
+    assert_eq!(untouched.entries.len(), 1);
     for (what, r) in every_revert(&s, &ws, "d/f.txt", "m1") {
         assert_unsafe_path(&what, r, "d/f.txt", "d");
-        assert_eq!(
-            tree_digest(outside.path()),
-            out_before,
-            "{what}: outside changed"
-        );
-        assert_eq!(
-            tree_digest(env.ws.path()),
-            ws_before,
-            "{what}: workspace changed"
-        );
-        assert_eq!(s.entries().unwrap().len(), 1, "{what}");
+        untouched.check(&what);
     }
 }
 
@@ -276,8 +278,7 @@ fn root_replaced(id: &str, replace: impl FnOnce(&Path, &Path)) {
     fs::write(other.join("n.txt"), "new\n").unwrap();
     replace(&w, &other);
 
-    let entries = s.entries().unwrap();
-    let before = tree_digest(base.path());
+    let untouched = Untouched::now(&s, &[("something", base.path())]);
     for (what, r) in every_revert(&s, &ws, "f.txt", "m1") {
         match r {
             Err(Error::WorkspaceMoved { workspace, .. }) => {
@@ -285,12 +286,7 @@ fn root_replaced(id: &str, replace: impl FnOnce(&Path, &Path)) {
             }
             other => panic!("{what}: expected WorkspaceMoved, got {other:?}"),
         }
-        assert_eq!(
-            tree_digest(base.path()),
-            before,
-            "{what}: something changed"
-        );
-        assert_eq!(s.entries().unwrap(), entries, "{what}: entries changed");
+        untouched.check(&what);
     }
     assert_eq!(
         fs::read_to_string(base.path().join("w.old/f.txt")).unwrap(),
@@ -323,16 +319,14 @@ fn a_root_that_is_gone_is_refused() {
 
 #[test]
 fn a_link_to_a_file_inside_records_and_writes_the_real_file() {
-    let env = Env::new();
-    let s = env.session("claude-md");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("claude-md");
     fs::write(env.path("AGENTS.md"), "v1\n").unwrap();
     symlink("AGENTS.md", env.path("CLAUDE.md")).unwrap();
     symlink(ws.root().join("AGENTS.md"), env.path("ABS.md")).unwrap();
 
     let e = s.write(&ws, "CLAUDE.md", &b"v2\n"[..], "m1").unwrap();
     assert_eq!(e.path, "AGENTS.md");
-    assert_eq!(fs::read_to_string(env.path("AGENTS.md")).unwrap(), "v2\n");
+    assert_eq!(read_text(env.path("AGENTS.md")), "v2\n");
     assert!(is_link(&env.path("CLAUDE.md")), "the link was replaced");
     assert_eq!(
         fs::read_link(env.path("CLAUDE.md")).unwrap(),
@@ -342,7 +336,7 @@ fn a_link_to_a_file_inside_records_and_writes_the_real_file() {
     // An absolute link that points inside is resolved beneath the root.
     let e = s.write(&ws, "ABS.md", &b"v3\n"[..], "m2").unwrap();
     assert_eq!(e.path, "AGENTS.md");
-    assert_eq!(fs::read_to_string(env.path("AGENTS.md")).unwrap(), "v3\n");
+    assert_eq!(read_text(env.path("AGENTS.md")), "v3\n");
     assert!(
         is_link(&env.path("ABS.md")),
         "the absolute link was replaced"
@@ -354,12 +348,12 @@ fn a_link_to_a_file_inside_records_and_writes_the_real_file() {
 
     // Undo restores the real file and leaves both links as they are.
     s.undo(plain()).unwrap();
-    assert_eq!(fs::read_to_string(env.path("AGENTS.md")).unwrap(), "v2\n");
+    assert_eq!(read_text(env.path("AGENTS.md")), "v2\n");
     // Revert by the link's name finds the entry recorded under the real name.
     let r = s.revert(&ws, "CLAUDE.md", plain()).unwrap();
     assert_eq!(r.files.len(), 1);
     assert_eq!(r.files[0].path, "AGENTS.md");
-    assert_eq!(fs::read_to_string(env.path("AGENTS.md")).unwrap(), "v1\n");
+    assert_eq!(read_text(env.path("AGENTS.md")), "v1\n");
     assert!(is_link(&env.path("CLAUDE.md")));
     assert!(is_link(&env.path("ABS.md")));
     assert_eq!(
@@ -372,26 +366,22 @@ fn a_link_to_a_file_inside_records_and_writes_the_real_file() {
 
 #[test]
 fn a_link_to_a_directory_inside_records_the_real_path() {
-    let env = Env::new();
-    let s = env.session("linked-dir");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("linked-dir");
     fs::create_dir(env.path("real")).unwrap();
     fs::write(env.path("real/f.txt"), "v1\n").unwrap();
     symlink("real", env.path("linked")).unwrap();
     let e = s.write(&ws, "linked/f.txt", &b"v2\n"[..], "m1").unwrap();
     assert_eq!(e.path, "real/f.txt");
-    assert_eq!(fs::read_to_string(env.path("real/f.txt")).unwrap(), "v2\n");
+    assert_eq!(read_text(env.path("real/f.txt")), "v2\n");
     assert!(is_link(&env.path("linked")));
     s.undo(plain()).unwrap();
-    assert_eq!(fs::read_to_string(env.path("real/f.txt")).unwrap(), "v1\n");
+    assert_eq!(read_text(env.path("real/f.txt")), "v1\n");
     assert!(is_link(&env.path("linked")));
 }
 
 #[test]
 fn a_link_to_a_file_outside_is_refused_and_records_nothing() {
-    let env = Env::new();
-    let s = env.session("link-out");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("link-out");
     let outside = tempfile::tempdir().unwrap();
     let secret = outside.path().join("secret.txt");
     fs::write(&secret, "outside\n").unwrap();
@@ -407,18 +397,13 @@ fn a_link_to_a_file_outside_is_refused_and_records_nothing() {
         "the relative link must really point at the outside file"
     );
 
-    let out_before = tree_digest(outside.path());
-    let ws_before = tree_digest(env.ws.path());
+    let untouched = Untouched::now(
+        &s,
+        &[("outside", outside.path()), ("workspace", env.ws.path())],
+    );
+    assert!(untouched.entries.is_empty());
     for link in ["abs.md", "rel.md"] {
-        let results: Vec<(&str, Error)> = vec![
-            (
-                "write",
-                s.write(&ws, link, &b"pwned\n"[..], "m").unwrap_err(),
-            ),
-            ("remove", s.remove(&ws, link, "m").unwrap_err()),
-            ("checkpoint", s.checkpoint(&ws, link, "m").unwrap_err()),
-        ];
-        for (op, err) in results {
+        for (op, err) in every_change(&s, &ws, link, b"pwned\n") {
             match err {
                 Error::OutsideWorkspace { path, via_link, .. } => {
                     assert_eq!(path, Path::new(link), "{op} {link}");
@@ -428,12 +413,10 @@ fn a_link_to_a_file_outside_is_refused_and_records_nothing() {
                 }
                 other => panic!("{op} {link}: expected OutsideWorkspace, got {other:?}"),
             }
-            assert!(s.entries().unwrap().is_empty(), "{op} {link} recorded");
-            assert_eq!(tree_digest(outside.path()), out_before, "{op} {link}");
-            assert_eq!(tree_digest(env.ws.path()), ws_before, "{op} {link}");
+            untouched.check(&format!("{op} {link}"));
         }
     }
-    assert_eq!(fs::read_to_string(&secret).unwrap(), "outside\n");
+    assert_eq!(read_text(&secret), "outside\n");
 }
 
 #[test]
@@ -451,7 +434,8 @@ fn paths_that_climb_out_are_refused_and_create_nothing() {
         .join("outside/new.txt");
     let abs_existing = fs::canonicalize(base.path()).unwrap().join("x");
 
-    let before = tree_digest(base.path());
+    let untouched = Untouched::now(&s, &[("the workspace's parent", base.path())]);
+    assert!(untouched.entries.is_empty());
     let paths: Vec<PathBuf> = vec![
         "../x".into(),
         "a/../../x".into(),
@@ -462,12 +446,7 @@ fn paths_that_climb_out_are_refused_and_create_nothing() {
         abs_existing,
     ];
     for p in &paths {
-        let results: Vec<(&str, Error)> = vec![
-            ("write", s.write(&ws, p, &b"pwned\n"[..], "m").unwrap_err()),
-            ("remove", s.remove(&ws, p, "m").unwrap_err()),
-            ("checkpoint", s.checkpoint(&ws, p, "m").unwrap_err()),
-        ];
-        for (op, err) in results {
+        for (op, err) in every_change(&s, &ws, p, b"pwned\n") {
             match err {
                 Error::OutsideWorkspace { path, .. } => assert_eq!(&path, p, "{op}"),
                 other => panic!(
@@ -475,12 +454,7 @@ fn paths_that_climb_out_are_refused_and_create_nothing() {
                     p.display()
                 ),
             }
-            assert!(
-                s.entries().unwrap().is_empty(),
-                "{op} {} recorded",
-                p.display()
-            );
-            assert_eq!(tree_digest(base.path()), before, "{op} {}", p.display());
+            untouched.check(&format!("{op} {}", p.display()));
         }
     }
 }
@@ -540,14 +514,14 @@ fn a_socket_is_refused_and_records_nothing() {
     let env = Env::new();
     let s = env.session("socket");
     let _listener = std::os::unix::net::UnixListener::bind(env.path("sock")).unwrap();
-    let before = tree_digest(env.ws.path());
+    let untouched = Untouched::now(&s, &[("workspace", env.ws.path())]);
+    assert!(untouched.entries.is_empty());
     for (what, err) in ops_off_thread(env.home.path(), "socket", env.ws.path(), "sock") {
         assert!(
             matches!(err, Error::NotRegularFile { kind: "socket", .. }),
             "{what}: expected NotRegularFile(socket), got {err:?}"
         );
-        assert!(s.entries().unwrap().is_empty(), "{what} recorded");
-        assert_eq!(tree_digest(env.ws.path()), before, "{what}");
+        untouched.check(&what);
     }
     assert!(
         fs::symlink_metadata(env.path("sock"))
@@ -559,12 +533,11 @@ fn a_socket_is_refused_and_records_nothing() {
 
 #[test]
 fn a_directory_is_refused_and_records_nothing() {
-    let env = Env::new();
-    let s = env.session("dir");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("dir");
     fs::create_dir_all(env.path("sub/inner")).unwrap();
     fs::write(env.path("sub/inner/f.txt"), "keep\n").unwrap();
-    let before = tree_digest(env.ws.path());
+    let untouched = Untouched::now(&s, &[("workspace", env.ws.path())]);
+    assert!(untouched.entries.is_empty());
     let root = ws.root().to_owned();
     let paths: Vec<PathBuf> = vec![
         "sub".into(),
@@ -576,12 +549,7 @@ fn a_directory_is_refused_and_records_nothing() {
         root.join("sub"),
     ];
     for p in &paths {
-        let results: Vec<(&str, Error)> = vec![
-            ("write", s.write(&ws, p, &b"x"[..], "m").unwrap_err()),
-            ("remove", s.remove(&ws, p, "m").unwrap_err()),
-            ("checkpoint", s.checkpoint(&ws, p, "m").unwrap_err()),
-        ];
-        for (op, err) in results {
+        for (op, err) in every_change(&s, &ws, p, b"x") {
             assert!(
                 matches!(
                     err,
@@ -593,8 +561,7 @@ fn a_directory_is_refused_and_records_nothing() {
                 "{op} {}: expected NotRegularFile(directory), got {err:?}",
                 p.display()
             );
-            assert!(s.entries().unwrap().is_empty(), "{op} {}", p.display());
-            assert_eq!(tree_digest(env.ws.path()), before, "{op} {}", p.display());
+            untouched.check(&format!("{op} {}", p.display()));
             assert!(util::stray_temps(env.ws.path()).is_empty());
         }
     }
@@ -602,9 +569,7 @@ fn a_directory_is_refused_and_records_nothing() {
 
 #[test]
 fn a_file_replaced_by_a_fifo_after_the_change_is_refused_without_blocking() {
-    let env = Env::new();
-    let s = env.session("became-fifo");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("became-fifo");
     fs::write(env.path("f.txt"), "before\n").unwrap();
     s.write(&ws, "f.txt", &b"after\n"[..], "m1").unwrap();
     fs::remove_file(env.path("f.txt")).unwrap();
@@ -660,31 +625,18 @@ fn file_replaced_by_link(id: &str, target_outside: bool) {
         }
     }
 
-    let entries = s.entries().unwrap();
-    let out_before = tree_digest(outside.path());
-    let ws_before = tree_digest(env.ws.path());
+    let untouched = Untouched::now(
+        &s,
+        &[("outside", outside.path()), ("workspace", env.ws.path())],
+    );
     for (what, r) in every_revert(&s, &ws, "f.txt", "m1") {
-        let path = if what.starts_with("revert") {
-            "f.txt"
-        } else {
-            "n.txt"
-        };
+        let path = path_refused(&what, "f.txt", "n.txt");
         assert_unsafe_path(&what, r, path, path);
-        assert_eq!(
-            tree_digest(outside.path()),
-            out_before,
-            "{what}: outside changed"
-        );
-        assert_eq!(
-            tree_digest(env.ws.path()),
-            ws_before,
-            "{what}: workspace changed"
-        );
-        assert_eq!(s.entries().unwrap(), entries, "{what}: entries changed");
+        untouched.check(&what);
     }
     assert!(is_link(&env.path("f.txt")) && is_link(&env.path("n.txt")));
-    assert_eq!(fs::read_to_string(dir.join("f.txt")).unwrap(), "after\n");
-    assert_eq!(fs::read_to_string(dir.join("n.txt")).unwrap(), "new\n");
+    assert_eq!(read_text(dir.join("f.txt")), "after\n");
+    assert_eq!(read_text(dir.join("n.txt")), "new\n");
 }
 
 #[test]

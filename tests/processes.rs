@@ -9,25 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-use turnback_store::{Entry, Error, FileState, RevertOptions, Session};
+use turnback_store::{Entry, Error, FileState, Session};
 
-use crate::util::{self, Env};
+use crate::util::{self, Env, forced, names_under, plain, read, read_text, sha256_hex};
 
 // ---------------------------------------------------------------------------
 // Helpers
-
-/// Lower-case hex SHA-256 (sha2 0.11 digests do not format as hex).
-fn sha_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
-    for b in digest.iter() {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 15) as usize] as char);
-    }
-    s
-}
 
 /// A small deterministic pseudo-random sequence (xorshift64*), no crates.
 struct Rng(u64);
@@ -62,18 +49,25 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
 /// `sh -c script` in the workspace, with the binary as `$TB`, this home and
 /// (when given) this session.
 fn sh(env: &Env, session: Option<&str>, script: &str) -> Command {
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(script)
-        .current_dir(env.ws.path())
-        .env("TB", util::bin())
-        .env("TURNBACK_HOME", env.home.path())
-        .env_remove("TURNBACK_SESSION")
-        .env_remove("TURNBACK_WORKSPACE");
-    if let Some(s) = session {
-        c.env("TURNBACK_SESSION", s);
-    }
+    let mut c = env.command("sh", session);
+    c.arg("-c").arg(script).env("TB", util::bin());
     c
+}
+
+/// A shell script that runs `body` once for each `i` from 1 to `n`, stopping at
+/// the first failure.
+fn shell_loop(n: usize, body: &str) -> String {
+    let list: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+    format!("set -e\nfor i in {}; do\n  {body}\ndone\n", list.join(" "))
+}
+
+/// Starts `cmd` (a shell loop of writes) with no input or output but its errors.
+fn spawn_quiet(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Runs `cmd` to the end with `stdin` as its standard input.
@@ -116,6 +110,29 @@ fn cli_revert(env: &Env, file: &str, extra: &[&str]) -> Output {
     run(c, b"")
 }
 
+/// `turnback revert file` without a session must succeed, say it used
+/// `session`, and leave `file` holding `contents`.
+fn cli_revert_using(env: &Env, file: &str, session: &str, contents: &str) {
+    let out = cli_revert(env, file, &[]);
+    assert!(out.status.success(), "{:?}\n{}", out.status, stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("using session {session}")),
+        "stderr: {}",
+        stderr(&out)
+    );
+    assert_eq!(read_text(env.path(file)), contents);
+}
+
+/// The message ids of a session's entries, oldest first.
+fn message_ids(session: &Session) -> Vec<String> {
+    session
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.message_id)
+        .collect()
+}
+
 fn waited(child: Child, what: &str) -> Output {
     let out = child.wait_with_output().expect("wait");
     assert!(
@@ -145,9 +162,27 @@ fn blob_names(session: &Session) -> BTreeSet<String> {
     }
 }
 
-/// The files in the workspace (recursively), relative.
-fn ws_names(env: &Env) -> BTreeSet<PathBuf> {
-    util::tree_digest(env.ws.path()).into_keys().collect()
+/// Merges the entries of all sessions by time and checks they form one chain
+/// from `initial`: each "before" is the previous "after". Returns the last
+/// "after" and how often the chain passes from one session to another.
+fn assert_one_chain(all: &mut [(String, Entry)], initial: &[u8]) -> (String, usize) {
+    all.sort_by_key(|(_, e)| e.time);
+    let mut expected_before = sha256_hex(initial);
+    let mut switches = 0;
+    for (k, (id, e)) in all.iter().enumerate() {
+        assert_eq!(
+            hash_of(&e.before),
+            Some(expected_before.as_str()),
+            "{id} entry {} ({}): its before is not the previous write's after",
+            e.seq,
+            e.message_id
+        );
+        expected_before = after_hash(e).unwrap().to_owned();
+        if k > 0 && all[k - 1].0 != *id {
+            switches += 1;
+        }
+    }
+    (expected_before, switches)
 }
 
 // ---------------------------------------------------------------------------
@@ -170,21 +205,12 @@ fn concurrent_processes_appending_to_one_session_lose_no_entry() {
             std::fs::write(env.path(&name(p, i)), old).unwrap();
         }
     }
-    let list: Vec<String> = (1..=WRITES).map(|i| i.to_string()).collect();
-    let script = format!(
-        "set -e\nfor i in {}; do\n  printf 'process %s write %s\\n' \"$P\" \"$i\" | \"$TB\" write \"f_${{P}}_$i.txt\" --message \"m-$P-$i\" >/dev/null\ndone\n",
-        list.join(" ")
+    let script = shell_loop(
+        WRITES,
+        "printf 'process %s write %s\\n' \"$P\" \"$i\" | \"$TB\" write \"f_${P}_$i.txt\" --message \"m-$P-$i\" >/dev/null",
     );
     let children: Vec<Child> = (0..PROCS)
-        .map(|p| {
-            sh(&env, Some("shared"), &script)
-                .env("P", p.to_string())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|p| spawn_quiet(sh(&env, Some("shared"), &script).env("P", p.to_string())))
         .collect();
     for (p, child) in children.into_iter().enumerate() {
         waited(child, &format!("writer process {p}"));
@@ -216,7 +242,7 @@ fn concurrent_processes_appending_to_one_session_lose_no_entry() {
         assert_eq!(e.workspace.path, root);
         if i % 2 == 1 {
             assert!(e.before.exists, "{}: before", e.path);
-            assert_eq!(hash_of(&e.before), Some(sha_hex(old).as_str()));
+            assert_eq!(hash_of(&e.before), Some(sha256_hex(old).as_str()));
             assert_eq!(e.before.size, old.len() as u64);
         } else {
             assert!(!e.before.exists, "{}: before should be absent", e.path);
@@ -226,7 +252,7 @@ fn concurrent_processes_appending_to_one_session_lose_no_entry() {
         assert!(after.exists);
         assert_eq!(
             after.sha256.as_deref(),
-            Some(sha_hex(want.as_bytes()).as_str())
+            Some(sha256_hex(want.as_bytes()).as_str())
         );
         assert_eq!(after.size, want.len() as u64);
     }
@@ -241,22 +267,19 @@ fn concurrent_processes_appending_to_one_session_lose_no_entry() {
     // Every file has what was written, and nothing else is in the workspace.
     for p in 0..PROCS {
         for i in 1..=WRITES {
-            let got = std::fs::read_to_string(env.path(&name(p, i))).unwrap();
+            let got = read_text(env.path(&name(p, i)));
             assert_eq!(got, contents(p, i));
         }
     }
     let expected_names: BTreeSet<PathBuf> = (0..PROCS)
         .flat_map(|p| (1..=WRITES).map(move |i| PathBuf::from(name(p, i))))
         .collect();
-    assert_eq!(ws_names(&env), expected_names);
+    assert_eq!(names_under(env.ws.path()), expected_names);
     assert!(util::stray_temps(env.ws.path()).is_empty());
     // One backup, stored once although 45 writes backed it up concurrently,
     // and no temporary of the blob store left behind.
-    assert_eq!(blob_names(&session), BTreeSet::from([sha_hex(old)]));
-    assert_eq!(
-        std::fs::read(session.dir().join("blobs").join(sha_hex(old))).unwrap(),
-        old
-    );
+    assert_eq!(blob_names(&session), BTreeSet::from([sha256_hex(old)]));
+    assert_eq!(read(session.dir().join("blobs").join(sha256_hex(old))), old);
 
     // Another process sees the same log.
     let mut log = env.cmd(Some("shared"));
@@ -292,59 +315,25 @@ fn revert_from_another_process_finds_the_session_that_changed_the_file_last() {
     let a = env.session("agent-a");
     let ws = env.workspace();
     let a_entry = a.write(&ws, "notes.txt", &b"by a\n"[..], "a1").unwrap();
-    assert_eq!(hash_of(&a_entry.before), Some(sha_hex(b"by b\n").as_str()));
+    assert_eq!(
+        hash_of(&a_entry.before),
+        Some(sha256_hex(b"by b\n").as_str())
+    );
     cli_write(&env, "agent-b", "other.txt", b"other\n", "b2");
     let newest = env.store().sessions().unwrap();
     assert_eq!(newest.last().unwrap().id, "agent-b");
 
-    let out = cli_revert(&env, "notes.txt", &[]);
-    assert!(out.status.success(), "{:?}\n{}", out.status, stderr(&out));
-    assert!(
-        stderr(&out).contains("using session agent-a"),
-        "stderr: {}",
-        stderr(&out)
-    );
-    assert_eq!(
-        std::fs::read_to_string(env.path("notes.txt")).unwrap(),
-        "by b\n"
-    );
+    cli_revert_using(&env, "notes.txt", "agent-a", "by b\n");
     assert!(
         a.entries().unwrap().is_empty(),
         "agent-a's entry is reverted"
     );
     let b = env.store().open_session("agent-b").unwrap();
-    let b_entries = b.entries().unwrap();
-    assert_eq!(
-        b_entries
-            .iter()
-            .map(|e| e.message_id.as_str())
-            .collect::<Vec<_>>(),
-        ["b1", "b2"]
-    );
+    assert_eq!(message_ids(&b), ["b1", "b2"]);
 
-    let out = cli_revert(&env, "notes.txt", &[]);
-    assert!(out.status.success(), "{:?}\n{}", out.status, stderr(&out));
-    assert!(
-        stderr(&out).contains("using session agent-b"),
-        "stderr: {}",
-        stderr(&out)
-    );
-    assert_eq!(
-        std::fs::read_to_string(env.path("notes.txt")).unwrap(),
-        "original\n"
-    );
-    assert_eq!(
-        b.entries()
-            .unwrap()
-            .iter()
-            .map(|e| e.message_id.as_str())
-            .collect::<Vec<_>>(),
-        ["b2"]
-    );
-    assert_eq!(
-        std::fs::read_to_string(env.path("other.txt")).unwrap(),
-        "other\n"
-    );
+    cli_revert_using(&env, "notes.txt", "agent-b", "original\n");
+    assert_eq!(message_ids(&b), ["b2"]);
+    assert_eq!(read_text(env.path("other.txt")), "other\n");
 
     // Nothing left to revert for notes.txt: an error, and nothing touched.
     let before = util::tree_digest(env.ws.path());
@@ -381,10 +370,7 @@ fn revert_from_another_process_refuses_a_file_changed_by_hand() {
     assert!(err.contains("refused"), "{err}");
     assert!(err.contains("notes.txt"), "{err}");
     assert!(err.contains("nothing was touched"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(env.path("notes.txt")).unwrap(),
-        "by hand\n"
-    );
+    assert_eq!(read_text(env.path("notes.txt")), "by hand\n");
     assert_eq!(util::tree_digest(env.ws.path()), tree_before);
     assert_eq!(a.entries().unwrap(), entries_before);
     assert_eq!(blob_names(&a), blobs_before);
@@ -400,10 +386,7 @@ fn revert_from_another_process_refuses_a_file_changed_by_hand() {
 
     let out = cli_revert(&env, "notes.txt", &["--force"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        std::fs::read_to_string(env.path("notes.txt")).unwrap(),
-        "original\n"
-    );
+    assert_eq!(read_text(env.path("notes.txt")), "original\n");
     assert!(a.entries().unwrap().is_empty());
 }
 
@@ -421,23 +404,14 @@ fn two_processes_racing_on_one_file_each_record_their_own_after() {
     let env = Env::new();
     let initial: &[u8] = b"initial\n";
     std::fs::write(env.path("shared.txt"), initial).unwrap();
-    let list: Vec<String> = (1..=WRITES).map(|i| i.to_string()).collect();
-    let script = format!(
-        "set -e\nfor i in {}; do\n  printf '%s-%s\\n' \"$W\" \"$i\" | \"$TB\" write shared.txt --message \"$W-$i\" >/dev/null\ndone\n",
-        list.join(" ")
+    let script = shell_loop(
+        WRITES,
+        "printf '%s-%s\\n' \"$W\" \"$i\" | \"$TB\" write shared.txt --message \"$W-$i\" >/dev/null",
     );
     let writers = ["A", "B"];
     let children: Vec<Child> = writers
         .iter()
-        .map(|w| {
-            sh(&env, Some(&format!("session-{w}")), &script)
-                .env("W", w)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|w| spawn_quiet(sh(&env, Some(&format!("session-{w}")), &script).env("W", w)))
         .collect();
     for (w, child) in writers.iter().zip(children) {
         waited(child, &format!("writer {w}"));
@@ -450,7 +424,7 @@ fn two_processes_racing_on_one_file_each_record_their_own_after() {
         let entries = s.entries().unwrap();
         assert_eq!(entries.len(), WRITES, "{id}: {entries:#?}");
         let own: BTreeSet<String> = (1..=WRITES)
-            .map(|i| sha_hex(format!("{w}-{i}\n").as_bytes()))
+            .map(|i| sha256_hex(format!("{w}-{i}\n").as_bytes()))
             .collect();
         for (k, e) in entries.iter().enumerate() {
             let i = k + 1;
@@ -466,38 +440,23 @@ fn two_processes_racing_on_one_file_each_record_their_own_after() {
             );
             assert_eq!(
                 after,
-                sha_hex(format!("{w}-{i}\n").as_bytes()),
+                sha256_hex(format!("{w}-{i}\n").as_bytes()),
                 "{id} entry {}: after is not what this write wrote",
                 e.seq
             );
             // Its backup is there and is what "before" says.
             let h = hash_of(&e.before).expect("the file always existed");
-            let blob = std::fs::read(s.dir().join("blobs").join(h)).unwrap();
-            assert_eq!(sha_hex(&blob), h);
+            let blob = read(s.dir().join("blobs").join(h));
+            assert_eq!(sha256_hex(&blob), h);
         }
         all.extend(entries.into_iter().map(|e| (id.clone(), e)));
     }
 
-    all.sort_by_key(|(_, e)| e.time);
-    let mut expected_before = sha_hex(initial);
-    let mut switches = 0;
-    for (k, (id, e)) in all.iter().enumerate() {
-        assert_eq!(
-            hash_of(&e.before),
-            Some(expected_before.as_str()),
-            "{id} entry {} ({}): its before is not the previous write's after",
-            e.seq,
-            e.message_id
-        );
-        expected_before = after_hash(e).unwrap().to_owned();
-        if k > 0 && all[k - 1].0 != *id {
-            switches += 1;
-        }
-    }
+    let (_, switches) = assert_one_chain(&mut all, initial);
     let (newest_id, newest) = all.last().unwrap();
-    let now = std::fs::read(env.path("shared.txt")).unwrap();
+    let now = read(env.path("shared.txt"));
     assert_eq!(
-        sha_hex(&now),
+        sha256_hex(&now),
         after_hash(newest).unwrap(),
         "the file is not the newest entry's after ({newest_id} {})",
         newest.message_id
@@ -550,21 +509,24 @@ fn sigkill_while_reading_stdin_leaves_the_old_file_and_a_readable_session() {
     assert_eq!(status.signal(), Some(9), "{status:?}");
     drop(input);
 
-    assert_eq!(std::fs::read(env.path("big.bin")).unwrap(), old);
+    assert_eq!(read(env.path("big.bin")), old);
     let session = env.store().open_session("k").unwrap();
     assert!(session.entries().unwrap().is_empty());
     assert!(util::stray_temps(env.ws.path()).is_empty());
-    assert_eq!(ws_names(&env), BTreeSet::from([PathBuf::from("big.bin")]));
-    assert_eq!(std::fs::read(env.path("big.bin")).unwrap(), old);
+    assert_eq!(
+        names_under(env.ws.path()),
+        BTreeSet::from([PathBuf::from("big.bin")])
+    );
+    assert_eq!(read(env.path("big.bin")), old);
 
     // Nothing is left locked: the next writer goes through and backs up the old file.
     cli_write(&env, "k", "big.bin", b"small\n", "m2");
     let entries = session.entries().unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].message_id, "m2");
-    assert_eq!(hash_of(&entries[0].before), Some(sha_hex(&old).as_str()));
-    session.undo(RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(env.path("big.bin")).unwrap(), old);
+    assert_eq!(hash_of(&entries[0].before), Some(sha256_hex(&old).as_str()));
+    session.undo(plain()).unwrap();
+    assert_eq!(read(env.path("big.bin")), old);
 }
 
 /// Where a kill landed, as the index on disk showed it before anyone opened it.
@@ -591,42 +553,9 @@ struct Version {
 
 impl Version {
     fn new(bytes: Vec<u8>) -> Version {
-        let hash = sha_hex(&bytes);
+        let hash = sha256_hex(&bytes);
         Version { bytes, hash }
     }
-}
-
-/// Every path under `root` (not following links), names only. `util::tree_digest`
-/// (and so `util::stray_temps`) reads and formats every file's contents, which
-/// takes seconds for megabytes in a debug build; this is the same walk without
-/// the contents, for the loops over big files.
-fn names_under(root: &Path) -> BTreeSet<PathBuf> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<PathBuf>) {
-        let Ok(read) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in read.flatten() {
-            let p = e.path();
-            out.insert(p.strip_prefix(root).unwrap().to_owned());
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
-                walk(root, &p, out);
-            }
-        }
-    }
-    let mut out = BTreeSet::new();
-    walk(root, root, &mut out);
-    out
-}
-
-/// `util::stray_temps` without reading contents.
-fn temps_under(root: &Path) -> Vec<PathBuf> {
-    names_under(root)
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(".turnback-"))
-        })
-        .collect()
 }
 
 /// The entries of the index on disk, read raw (no lock, no recovery).
@@ -665,11 +594,11 @@ fn check_after_kill(
         Some(e) if e.get("in_flight").is_some_and(|f| !f.is_null()) => tally.in_flight += 1,
         Some(_) => tally.committed += 1,
     }
-    if !temps_under(env.ws.path()).is_empty() {
+    if !util::stray_temps(env.ws.path()).is_empty() {
         tally.temp_seen += 1;
     }
 
-    let now = std::fs::read(env.path(file)).unwrap();
+    let now = read(env.path(file));
     let is_new = now == new.bytes;
     assert!(
         now == old.bytes || is_new,
@@ -688,7 +617,7 @@ fn check_after_kill(
         .entries()
         .unwrap_or_else(|e| panic!("{label}: entries: {e}"));
     assert_eq!(
-        temps_under(env.ws.path()),
+        util::stray_temps(env.ws.path()),
         Vec::<PathBuf>::new(),
         "{label}: temporaries left in the workspace after opening"
     );
@@ -716,11 +645,7 @@ fn check_after_kill(
         );
     }
 
-    let forced = RevertOptions {
-        force: true,
-        dry_run: false,
-    };
-    match session.undo(forced) {
+    match session.undo(forced()) {
         Ok(report) => {
             assert!(
                 is_new,
@@ -740,11 +665,15 @@ fn check_after_kill(
         Err(e) => panic!("{label}: undo: {e}"),
     }
     assert!(
-        std::fs::read(env.path(file)).unwrap() == old.bytes,
+        read(env.path(file)) == old.bytes,
         "{label}: after the undo {file} is not the old version"
     );
     assert!(session.entries().unwrap().is_empty(), "{label}");
-    assert_eq!(temps_under(env.ws.path()), Vec::<PathBuf>::new(), "{label}");
+    assert_eq!(
+        util::stray_temps(env.ws.path()),
+        Vec::<PathBuf>::new(),
+        "{label}"
+    );
 }
 
 /// Starts `turnback write file` in session `id` with `stdin` (a file) as input.
@@ -952,21 +881,17 @@ fn two_processes_from_nested_workspaces_racing_on_one_file_lose_no_version() {
     std::fs::create_dir(env.path("sub")).unwrap();
     let initial: &[u8] = b"initial\n";
     std::fs::write(env.path("sub/shared.txt"), initial).unwrap();
-    let list: Vec<String> = (1..=WRITES).map(|i| i.to_string()).collect();
-    let script = format!(
-        "set -e\nfor i in {}; do\n  printf '%s-%s\\n' \"$W\" \"$i\" | \"$TB\" write \"$F\" --message \"$W-$i\" >/dev/null\ndone\n",
-        list.join(" ")
+    let script = shell_loop(
+        WRITES,
+        "printf '%s-%s\\n' \"$W\" \"$i\" | \"$TB\" write \"$F\" --message \"$W-$i\" >/dev/null",
     );
     let spawn = |w: &str, file: &str, cwd: PathBuf| {
-        sh(&env, Some(&format!("session-{w}")), &script)
-            .env("W", w)
-            .env("F", file)
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+        spawn_quiet(
+            sh(&env, Some(&format!("session-{w}")), &script)
+                .env("W", w)
+                .env("F", file)
+                .current_dir(cwd),
+        )
     };
     let a = spawn("A", "sub/shared.txt", env.ws.path().to_owned());
     let b = spawn("B", "shared.txt", env.path("sub"));
@@ -981,14 +906,14 @@ fn two_processes_from_nested_workspaces_racing_on_one_file_lose_no_version() {
         for (k, e) in entries.iter().enumerate() {
             assert_eq!(
                 after_hash(e),
-                Some(sha_hex(format!("{w}-{}\n", k + 1).as_bytes()).as_str()),
+                Some(sha256_hex(format!("{w}-{}\n", k + 1).as_bytes()).as_str()),
                 "{id} {}",
                 e.message_id
             );
         }
         all.extend(entries.into_iter().map(|e| (id.clone(), e)));
     }
-    let now = sha_hex(&std::fs::read(env.path("sub/shared.txt")).unwrap());
+    let now = sha256_hex(&read(env.path("sub/shared.txt")));
     let backed_up: BTreeSet<&str> = all.iter().filter_map(|(_, e)| hash_of(&e.before)).collect();
     let lost: Vec<&str> = all
         .iter()
@@ -1004,16 +929,6 @@ fn two_processes_from_nested_workspaces_racing_on_one_file_lose_no_version() {
          (the two writers did not exclude each other): {lost:?}",
         lost.len()
     );
-    all.sort_by_key(|(_, e)| e.time);
-    let mut expected_before = sha_hex(initial);
-    for (id, e) in &all {
-        assert_eq!(
-            hash_of(&e.before),
-            Some(expected_before.as_str()),
-            "{id} {}: its before is not the previous write's after",
-            e.message_id
-        );
-        expected_before = after_hash(e).unwrap().to_owned();
-    }
-    assert_eq!(now, expected_before);
+    let (last_after, _) = assert_one_chain(&mut all, initial);
+    assert_eq!(now, last_after);
 }

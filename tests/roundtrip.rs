@@ -6,24 +6,11 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-use turnback_store::{FileState, FileStatus, RevertAction, RevertOptions, Session, Workspace};
+use turnback_store::{FileState, FileStatus, RevertAction, Session, Workspace};
 
-use crate::util::{self, Env};
+use crate::util::{self, Env, mode_of, plain, read, sha256_hex};
 
 // ---------------------------------------------------------------- helpers
-
-/// Lower-case hex SHA-256, computed independently of the store.
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn mode_of(p: &Path) -> u32 {
-    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
-}
 
 fn set_mode(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -97,7 +84,7 @@ fn exact_tree(root: &Path) -> BTreeMap<PathBuf, Node> {
                     rel,
                     Node::File {
                         mode: md.permissions().mode() & 0o7777,
-                        bytes: std::fs::read(&p).unwrap(),
+                        bytes: read(&p),
                     },
                 );
             }
@@ -167,9 +154,7 @@ fn assert_same_tree(now: &Snapshot, expected: &Snapshot, what: &str) {
 
 #[test]
 fn binary_contents_survive_write_and_undo_byte_exactly() {
-    let env = Env::new();
-    let s = env.session("binary");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("binary");
     let p = env.path("blob.bin");
     let (old, new) = (binary_old(), binary_new());
     assert!(std::str::from_utf8(&old).is_err() && std::str::from_utf8(&new).is_err());
@@ -177,7 +162,7 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
     let mode = mode_of(&p);
 
     let e = s.write(&ws, "blob.bin", &new[..], "m1").unwrap();
-    assert_eq!(std::fs::read(&p).unwrap(), new);
+    assert_eq!(read(&p), new);
     assert_eq!(mode_of(&p), mode);
     assert_eq!(e.path, "blob.bin");
     assert_eq!(e.message_id, "m1");
@@ -201,7 +186,7 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
     );
     assert_eq!(s.entries().unwrap(), vec![e.clone()]);
 
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert!(r.applied);
     assert_eq!(r.files.len(), 1);
     assert_eq!(r.files[0].path, "blob.bin");
@@ -213,11 +198,7 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
         }
     );
     assert_eq!(r.files[0].status, FileStatus::Safe);
-    assert_eq!(
-        std::fs::read(&p).unwrap(),
-        old,
-        "undo must restore the old bytes exactly"
-    );
+    assert_eq!(read(&p), old, "undo must restore the old bytes exactly");
     assert_eq!(mode_of(&p), mode);
     assert!(s.entries().unwrap().is_empty());
     assert!(util::stray_temps(env.ws.path()).is_empty());
@@ -225,9 +206,7 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
 
 #[test]
 fn binary_contents_survive_revert_of_a_file_written_twice() {
-    let env = Env::new();
-    let s = env.session("binary2");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("binary2");
     let p = env.path("x.bin");
     let (old, new) = (binary_old(), binary_new());
     std::fs::write(&p, &old).unwrap();
@@ -236,19 +215,17 @@ fn binary_contents_survive_revert_of_a_file_written_twice() {
     assert_eq!(e2.before.sha256, e1.after.as_ref().unwrap().sha256);
     assert_eq!(e2.version, 2);
     // Undoing the newest change only goes back to the first write's bytes.
-    s.revert(&ws, "x.bin", RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(&p).unwrap(), new);
-    s.revert(&ws, "x.bin", RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(&p).unwrap(), old);
+    s.revert(&ws, "x.bin", plain()).unwrap();
+    assert_eq!(read(&p), new);
+    s.revert(&ws, "x.bin", plain()).unwrap();
+    assert_eq!(read(&p), old);
     assert!(s.entries().unwrap().is_empty());
 }
 
 // ---------------------------------------------------------------- modes
 
 fn mode_round_trip(mode: u32) {
-    let env = Env::new();
-    let s = env.session("modes");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("modes");
     let p = env.path("tool.sh");
     let old = b"#!/bin/sh\necho old\n".to_vec();
     std::fs::write(&p, &old).unwrap();
@@ -260,10 +237,10 @@ fn mode_round_trip(mode: u32) {
     assert_eq!(mode_of(&p), mode, "a write must keep the file's mode");
     assert_eq!(e.before.mode, Some(mode));
     assert_eq!(e.after.as_ref().unwrap().mode, Some(mode));
-    assert_eq!(std::fs::read(&p).unwrap(), b"#!/bin/sh\necho new\n");
+    assert_eq!(read(&p), b"#!/bin/sh\necho new\n");
 
-    s.undo(RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(&p).unwrap(), old);
+    s.undo(plain()).unwrap();
+    assert_eq!(read(&p), old);
     assert_eq!(mode_of(&p), mode, "undo must restore the mode");
 }
 
@@ -279,25 +256,21 @@ fn a_private_file_keeps_mode_0600_through_write_and_undo() {
 
 #[test]
 fn a_mode_change_by_hand_is_not_a_conflict_and_undo_restores_the_recorded_mode() {
-    let env = Env::new();
-    let s = env.session("chmod");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("chmod");
     let p = env.path("run");
     std::fs::write(&p, b"old").unwrap();
     set_mode(&p, 0o750);
     s.write(&ws, "run", &b"new"[..], "m1").unwrap();
     set_mode(&p, 0o644);
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(r.files[0].status, FileStatus::Safe);
-    assert_eq!(std::fs::read(&p).unwrap(), b"old");
+    assert_eq!(read(&p), b"old");
     assert_eq!(mode_of(&p), 0o750);
 }
 
 #[test]
 fn a_new_file_gets_the_umask_mode() {
-    let env = Env::new();
-    let s = env.session("newmode");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("newmode");
     let expected = umask_mode();
     let e = s.write(&ws, "fresh.txt", &b"fresh\n"[..], "m1").unwrap();
     let p = env.path("fresh.txt");
@@ -309,9 +282,7 @@ fn a_new_file_gets_the_umask_mode() {
 
 #[test]
 fn empty_files_are_present_not_absent() {
-    let env = Env::new();
-    let s = env.session("empty");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("empty");
     let p = env.path("empty");
     let empty_sha = sha256_hex(b"");
 
@@ -321,8 +292,8 @@ fn empty_files_are_present_not_absent() {
     assert!(e.before.exists);
     assert_eq!(e.before.size, 0);
     assert_eq!(e.before.sha256.as_deref(), Some(empty_sha.as_str()));
-    s.undo(RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(&p).unwrap(), b"");
+    s.undo(plain()).unwrap();
+    assert_eq!(read(&p), b"");
 
     // Empty after: the write really empties it, and undo refills it.
     std::fs::write(&p, b"full").unwrap();
@@ -331,25 +302,23 @@ fn empty_files_are_present_not_absent() {
         e.after.as_ref().unwrap().sha256.as_deref(),
         Some(empty_sha.as_str())
     );
-    assert_eq!(std::fs::read(&p).unwrap(), b"");
-    s.undo(RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(&p).unwrap(), b"full");
+    assert_eq!(read(&p), b"");
+    s.undo(plain()).unwrap();
+    assert_eq!(read(&p), b"full");
 
     // An empty file removed comes back empty.
     std::fs::write(&p, b"").unwrap();
     s.remove(&ws, "empty", "m3").unwrap();
     assert!(!p.exists());
-    s.undo(RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(&p).unwrap(), b"");
+    s.undo(plain()).unwrap();
+    assert_eq!(read(&p), b"");
 }
 
 // ---------------------------------------------------------------- deletes and creates
 
 #[test]
 fn a_removed_file_comes_back_with_its_bytes_and_mode() {
-    let env = Env::new();
-    let s = env.session("remove");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("remove");
     let p = env.path("gone.bin");
     let old = binary_old();
     std::fs::write(&p, &old).unwrap();
@@ -362,57 +331,51 @@ fn a_removed_file_comes_back_with_its_bytes_and_mode() {
     assert_eq!(e.before.mode, Some(0o640));
     assert_eq!(e.after, Some(FileState::absent()));
 
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(
         r.files[0].action,
         RevertAction::Write {
             size: old.len() as u64
         }
     );
-    assert_eq!(std::fs::read(&p).unwrap(), old);
+    assert_eq!(read(&p), old);
     assert_eq!(mode_of(&p), 0o640);
     assert!(s.entries().unwrap().is_empty());
 }
 
 #[test]
 fn a_removed_executable_comes_back_by_revert() {
-    let env = Env::new();
-    let s = env.session("remove-x");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("remove-x");
     let p = env.path("bin/tool");
     std::fs::create_dir(env.path("bin")).unwrap();
     std::fs::write(&p, b"#!/bin/sh\nexit 0\n").unwrap();
     set_mode(&p, 0o755);
     s.remove(&ws, "bin/tool", "m1").unwrap();
-    s.revert(&ws, "bin/tool", RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(&p).unwrap(), b"#!/bin/sh\nexit 0\n");
+    s.revert(&ws, "bin/tool", plain()).unwrap();
+    assert_eq!(read(&p), b"#!/bin/sh\nexit 0\n");
     assert_eq!(mode_of(&p), 0o755);
 }
 
 #[test]
 fn a_removed_file_whose_directory_was_deleted_since_comes_back_with_it() {
-    let env = Env::new();
-    let s = env.session("remove-dir");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("remove-dir");
     std::fs::create_dir_all(env.path("d/e")).unwrap();
     std::fs::write(env.path("d/e/f.txt"), b"keep me").unwrap();
     s.remove(&ws, "d/e/f.txt", "m1").unwrap();
     std::fs::remove_dir_all(env.path("d")).unwrap();
-    s.undo(RevertOptions::default()).unwrap();
-    assert_eq!(std::fs::read(env.path("d/e/f.txt")).unwrap(), b"keep me");
+    s.undo(plain()).unwrap();
+    assert_eq!(read(env.path("d/e/f.txt")), b"keep me");
 }
 
 #[test]
 fn a_created_file_goes_away() {
-    let env = Env::new();
-    let s = env.session("create");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("create");
     let before = snapshot(env.ws.path());
     let e = s.write(&ws, "new.txt", &b"brand new\n"[..], "m1").unwrap();
     assert_eq!(e.before, FileState::absent());
     assert!(env.path("new.txt").exists());
 
-    let r = s.undo(RevertOptions::default()).unwrap();
+    let r = s.undo(plain()).unwrap();
     assert_eq!(r.files[0].action, RevertAction::Delete);
     assert_eq!(r.files[0].status, FileStatus::Safe);
     assert!(!env.path("new.txt").exists());
@@ -422,14 +385,12 @@ fn a_created_file_goes_away() {
 
 #[test]
 fn undo_of_a_file_in_new_directories_removes_them_too() {
-    let env = Env::new();
-    let s = env.session("nested");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("nested");
     let e = s.write(&ws, "a/b/c.txt", &b"deep\n"[..], "m1").unwrap();
     assert_eq!(e.created_dirs, vec!["a".to_string(), "a/b".to_string()]);
-    assert_eq!(std::fs::read(env.path("a/b/c.txt")).unwrap(), b"deep\n");
+    assert_eq!(read(env.path("a/b/c.txt")), b"deep\n");
 
-    s.undo(RevertOptions::default()).unwrap();
+    s.undo(plain()).unwrap();
     assert!(
         !env.path("a").exists(),
         "undo must remove the directories it created"
@@ -439,27 +400,23 @@ fn undo_of_a_file_in_new_directories_removes_them_too() {
 
 #[test]
 fn undo_keeps_a_created_directory_that_holds_another_file() {
-    let env = Env::new();
-    let s = env.session("nested-keep");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("nested-keep");
     s.write(&ws, "a/b/c.txt", &b"deep\n"[..], "m1").unwrap();
     std::fs::write(env.path("a/mine.txt"), b"by hand").unwrap();
 
-    s.undo(RevertOptions::default()).unwrap();
+    s.undo(plain()).unwrap();
     assert!(!env.path("a/b").exists(), "a/b is empty: it goes");
     assert!(env.path("a").is_dir(), "a holds another file: it stays");
-    assert_eq!(std::fs::read(env.path("a/mine.txt")).unwrap(), b"by hand");
+    assert_eq!(read(env.path("a/mine.txt")), b"by hand");
 }
 
 #[test]
 fn undo_removes_only_the_directories_the_write_created() {
-    let env = Env::new();
-    let s = env.session("nested-some");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("nested-some");
     std::fs::create_dir(env.path("a")).unwrap();
     let e = s.write(&ws, "a/b/c.txt", &b"deep\n"[..], "m1").unwrap();
     assert_eq!(e.created_dirs, vec!["a/b".to_string()]);
-    s.undo(RevertOptions::default()).unwrap();
+    s.undo(plain()).unwrap();
     assert!(!env.path("a/b").exists());
     assert!(
         env.path("a").is_dir(),
@@ -548,7 +505,7 @@ fn play_history(
             match op {
                 Op::Write(p, bytes) => {
                     s.write(ws, p, &bytes[..], msg).unwrap();
-                    assert_eq!(std::fs::read(env.path(p)).unwrap(), bytes);
+                    assert_eq!(read(env.path(p)), bytes);
                 }
                 Op::Remove(p) => {
                     s.remove(ws, p, msg).unwrap();
@@ -574,7 +531,7 @@ fn rewind_to_each_message_restores_the_workspace_before_it() {
         let all = s.entries().unwrap();
         let first = all.iter().find(|e| e.message_id == *msg).unwrap().seq;
 
-        let r = s.rewind(msg, RevertOptions::default()).unwrap();
+        let r = s.rewind(msg, plain()).unwrap();
         assert!(r.applied);
         assert!(
             r.files.iter().all(|f| !f.status.is_conflict()),
@@ -604,12 +561,10 @@ fn rewind_to_each_message_restores_the_workspace_before_it() {
 
 #[test]
 fn rewinding_progressively_from_the_newest_message_walks_back_through_every_state() {
-    let env = Env::new();
-    let s = env.session("history");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("history");
     let (before, _) = play_history(&env, &s, &ws);
     for (msg, expected) in before.iter().rev() {
-        let r = s.rewind(msg, RevertOptions::default()).unwrap();
+        let r = s.rewind(msg, plain()).unwrap();
         assert!(r.applied);
         assert_same_tree(
             &snapshot(env.ws.path()),
@@ -628,12 +583,10 @@ fn rewinding_progressively_from_the_newest_message_walks_back_through_every_stat
 
 #[test]
 fn undo_one_entry_at_a_time_walks_back_to_the_start() {
-    let env = Env::new();
-    let s = env.session("history");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("history");
     let (before, _) = play_history(&env, &s, &ws);
     while !s.entries().unwrap().is_empty() {
-        s.undo(RevertOptions::default()).unwrap();
+        s.undo(plain()).unwrap();
     }
     assert_same_tree(
         &snapshot(env.ws.path()),
@@ -647,14 +600,12 @@ fn rewind_removes_a_directory_the_message_created_even_when_a_later_message_wrot
     // m1 creates src/ (for src/lib.rs), m2 creates src/deep/ (for x.rs), m3
     // changes src/lib.rs again. Rewinding m1 must leave no src/ behind, whatever
     // order the files are restored in.
-    let env = Env::new();
-    let s = env.session("dirs");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("dirs");
     let before = snapshot(env.ws.path());
     s.write(&ws, "src/lib.rs", &b"v1"[..], "m1").unwrap();
     s.write(&ws, "src/deep/x.rs", &b"x"[..], "m2").unwrap();
     s.write(&ws, "src/lib.rs", &b"v2"[..], "m3").unwrap();
-    s.rewind("m1", RevertOptions::default()).unwrap();
+    s.rewind("m1", plain()).unwrap();
     assert!(s.entries().unwrap().is_empty());
     assert_same_tree(&snapshot(env.ws.path()), &before, "rewind to m1");
 }
@@ -663,9 +614,7 @@ fn rewind_removes_a_directory_the_message_created_even_when_a_later_message_wrot
 
 #[test]
 fn a_five_mib_file_round_trips_byte_exactly() {
-    let env = Env::new();
-    let s = env.session("big");
-    let ws = env.workspace();
+    let (env, s, ws) = Env::with_session("big");
     let p = env.path("big.dat");
     const N: usize = 5 * 1024 * 1024;
     let old: Vec<u8> = (0..N).map(|i| (i * 31 + i / 4093) as u8).collect();
@@ -690,8 +639,8 @@ fn a_five_mib_file_round_trips_byte_exactly() {
     let after = e.after.as_ref().unwrap();
     assert_eq!(after.size, new.len() as u64);
     assert_eq!(after.sha256.as_deref(), Some(sha256_hex(&new).as_str()));
-    assert!(std::fs::read(&p).unwrap() == new, "written bytes differ");
+    assert!(read(&p) == new, "written bytes differ");
 
-    s.undo(RevertOptions::default()).unwrap();
-    assert!(std::fs::read(&p).unwrap() == old, "restored bytes differ");
+    s.undo(plain()).unwrap();
+    assert!(read(&p) == old, "restored bytes differ");
 }

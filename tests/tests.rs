@@ -1,7 +1,8 @@
 //! Integration tests: the store through its public API and the `turnback` binary
 //! as real processes. Each module is one concern.
 
-// Shared helpers: temporary homes and workspaces, the built binary, tree digests.
+// Shared helpers: temporary homes and workspaces, the built binary, tree digests,
+// SHA-256 in hex, revert options and file reads.
 mod util;
 // Real processes: concurrent appends, a revert from another process, racing writers, SIGKILL mid-write.
 mod processes;

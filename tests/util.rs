@@ -1,15 +1,62 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use turnback_store::{Session, Store, Workspace};
+use sha2::{Digest, Sha256};
+use turnback_store::{RevertOptions, Session, Store, Workspace};
 
 /// The built `turnback` binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_turnback"))
+}
+
+/// Lower-case hex SHA-256, computed independently of the store.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Revert options: neither forced nor a dry run.
+pub fn plain() -> RevertOptions {
+    RevertOptions::default()
+}
+
+/// Revert options: forced, for real.
+pub fn forced() -> RevertOptions {
+    RevertOptions {
+        force: true,
+        dry_run: false,
+    }
+}
+
+/// Revert options: a dry run, not forced.
+pub fn dry() -> RevertOptions {
+    RevertOptions {
+        force: false,
+        dry_run: true,
+    }
+}
+
+/// The bytes of a file, which must be readable.
+pub fn read(p: impl AsRef<Path>) -> Vec<u8> {
+    std::fs::read(p).unwrap()
+}
+
+/// The text of a file, which must be readable UTF-8.
+pub fn read_text(p: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// The permission bits of a file (following links).
+pub fn mode_of(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
 }
 
 /// A temporary store home and a temporary workspace.
@@ -32,6 +79,14 @@ impl Env {
         }
     }
 
+    /// A new `Env` with session `id` in its store and its workspace opened.
+    pub fn with_session(id: &str) -> (Env, Session, Workspace) {
+        let env = Env::new();
+        let s = env.session(id);
+        let ws = env.workspace();
+        (env, s, ws)
+    }
+
     pub fn store(&self) -> Store {
         Store::new(self.home.path())
     }
@@ -51,7 +106,12 @@ impl Env {
 
     /// `turnback` run in the workspace with this home and (when given) session.
     pub fn cmd(&self, session: Option<&str>) -> Command {
-        let mut c = Command::new(bin());
+        self.command(bin(), session)
+    }
+
+    /// `program` run in the workspace with this home and (when given) session.
+    pub fn command(&self, program: impl AsRef<OsStr>, session: Option<&str>) -> Command {
+        let mut c = Command::new(program);
         c.current_dir(self.ws.path())
             .env("TURNBACK_HOME", self.home.path())
             .env_remove("TURNBACK_SESSION")
@@ -63,50 +123,61 @@ impl Env {
     }
 }
 
-/// What a tree holds: every path under `root` (not following links) with its kind
-/// and contents (files), target (links) or nothing (directories). Comparing two
-/// digests shows whether anything was written, created or deleted.
-pub fn tree_digest(root: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
+/// Every path under `root` (not following links), names only: the same walk as
+/// [`tree_digest`] without reading any file, which takes seconds for megabytes in
+/// a debug build (and blocks on a fifo).
+pub fn names_under(root: &Path) -> BTreeSet<PathBuf> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<PathBuf>) {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in read.flatten() {
+            let p = e.path();
+            out.insert(p.strip_prefix(root).unwrap().to_owned());
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+                walk(root, &p, out);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
     walk(root, root, &mut out);
     out
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in read.flatten() {
-        let p = e.path();
-        let rel = p.strip_prefix(root).unwrap().to_owned();
-        let md = std::fs::symlink_metadata(&p).unwrap();
-        if md.is_symlink() {
-            out.insert(
-                rel,
-                format!("link {}", std::fs::read_link(&p).unwrap().display()),
-            );
-        } else if md.is_dir() {
-            out.insert(rel, "dir".into());
-            walk(root, &p, out);
-        } else {
-            use std::os::unix::fs::PermissionsExt;
-            let bytes = std::fs::read(&p).unwrap_or_default();
-            out.insert(
-                rel,
-                format!(
-                    "file {:o} {:?}",
-                    md.permissions().mode() & 0o7777,
-                    String::from_utf8_lossy(&bytes)
-                ),
-            );
-        }
+/// What a tree holds: every path under `root` (not following links) with its kind
+/// and contents (files), target (links) or nothing (directories). Comparing two
+/// digests shows whether anything was written, created or deleted.
+pub fn tree_digest(root: &Path) -> BTreeMap<PathBuf, String> {
+    names_under(root)
+        .into_iter()
+        .map(|rel| {
+            let kind = describe(&root.join(&rel));
+            (rel, kind)
+        })
+        .collect()
+}
+
+fn describe(p: &Path) -> String {
+    let md = std::fs::symlink_metadata(p).unwrap();
+    if md.is_symlink() {
+        format!("link {}", std::fs::read_link(p).unwrap().display())
+    } else if md.is_dir() {
+        "dir".into()
+    } else {
+        let bytes = std::fs::read(p).unwrap_or_default();
+        format!(
+            "file {:o} {:?}",
+            md.permissions().mode() & 0o7777,
+            String::from_utf8_lossy(&bytes)
+        )
     }
 }
 
-/// Names in `dir` that look like turnback's temporaries.
+/// Names in `dir` that look like turnback's temporaries (found without reading
+/// any file).
 pub fn stray_temps(dir: &Path) -> Vec<PathBuf> {
-    tree_digest(dir)
-        .into_keys()
+    names_under(dir)
+        .into_iter()
         .filter(|p| {
             p.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with(".turnback-"))
