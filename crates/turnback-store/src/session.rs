@@ -190,8 +190,7 @@ impl Session {
             }
         };
         if let Err(e) = new.replace_target() {
-            self.forget_unwritten(entry.seq);
-            workspace.remove_empty_dirs(&parent.created);
+            self.settle_own(workspace, &rel);
             return Err(e);
         }
         self.land(entry.seq);
@@ -232,7 +231,7 @@ impl Session {
             Some(in_flight),
         )?;
         if let Err(e) = parent.remove_target() {
-            self.forget_unwritten(entry.seq);
+            self.settle_own(workspace, &rel);
             return Err(e);
         }
         self.land(entry.seq);
@@ -255,13 +254,13 @@ impl Session {
         });
     }
 
-    /// The file was never changed: drop the entry recorded for the change.
-    /// Best effort; recovery does the same if this fails.
-    fn forget_unwritten(&self, seq: u64) {
-        let _ = self.mutate(Durability::Full, |idx| {
-            idx.entries.retain(|e| e.seq != seq);
-            Ok(())
-        });
+    /// Step 5 failed, maybe after the rename (a failed directory sync): let
+    /// recovery decide from the file itself, as it would after a crash, while this
+    /// writer still holds the file's lock. Best effort; the next change settles it
+    /// otherwise.
+    fn settle_own(&self, workspace: &Workspace, rel: &str) {
+        let held = BTreeSet::from([workspace.root().join(rel)]);
+        let _ = self.mutate_holding(Durability::Full, Some(&held), |_| Ok(()));
     }
 
     /// [`Session::back_up`] once the index is known to be readable: a damaged
@@ -505,6 +504,32 @@ mod tests {
         );
         assert!(!dir.path().join(&temp).exists());
         assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"before");
+    }
+
+    #[test]
+    fn new_contents_that_fail_to_arrive_change_nothing() {
+        struct Broken;
+        impl Read for Broken {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("pipe closed"))
+            }
+        }
+        let (_h, dir, s, ws) = setup();
+        std::fs::write(dir.path().join("kept"), "old").unwrap();
+        let err = s.write(&ws, "kept", Broken, "m").unwrap_err();
+        assert!(err.to_string().contains("pipe closed"), "{err}");
+        assert!(s.write(&ws, "new/deep/f", Broken, "m").is_err());
+        assert!(s.entries().unwrap().is_empty());
+        assert_eq!(std::fs::read(dir.path().join("kept")).unwrap(), b"old");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("kept")],
+            "directories or temporaries left"
+        );
     }
 
     #[test]
