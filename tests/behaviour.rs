@@ -379,12 +379,24 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
         );
         assert_eq!(s.entries().unwrap(), entries, "{what} changed entries");
     };
-    let fr = |path: &str, seqs: Vec<u64>, action, status| FileRevert {
-        workspace: root.clone(),
-        path: path.into(),
-        seqs,
-        action,
-        status,
+    // The plan as (workspace, path, seqs, action, status); `target` is checked
+    // on its own below.
+    let fr = |path: &str, seqs: Vec<u64>, action, status| {
+        (root.clone(), path.to_string(), seqs, action, status)
+    };
+    let plan = |files: &[FileRevert]| -> Vec<_> {
+        files
+            .iter()
+            .map(|f| {
+                (
+                    f.workspace.clone(),
+                    f.path.clone(),
+                    f.seqs.clone(),
+                    f.action.clone(),
+                    f.status.clone(),
+                )
+            })
+            .collect()
     };
 
     let r = s.undo(dry()).unwrap();
@@ -392,7 +404,7 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
     assert!(!r.applied);
     assert_eq!(r.session, "dry");
     assert_eq!(
-        r.files,
+        plan(&r.files),
         vec![fr(
             "f1",
             vec![e4.seq],
@@ -405,7 +417,7 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
     unchanged("revert --dry-run");
     assert!(!r.applied);
     assert_eq!(
-        r.files,
+        plan(&r.files),
         vec![fr(
             "f2",
             vec![e2.seq],
@@ -417,8 +429,12 @@ fn dry_runs_touch_nothing_and_report_the_plan() {
     let r = s.rewind("m1", dry()).unwrap();
     unchanged("rewind --dry-run");
     assert!(!r.applied);
+    // Each file goes back to the "before" of its oldest entry in the rewind.
+    assert_eq!(r.files[0].target, e1.before);
+    assert_eq!(r.files[1].target, e3.before);
+    assert_eq!(r.files[2].target, e2.before);
     assert_eq!(
-        r.files,
+        plan(&r.files),
         vec![
             fr(
                 "f1",

@@ -58,6 +58,9 @@ impl Blobs {
         if std::fs::metadata(&target).is_ok_and(|m| m.len() == size) {
             drop(file);
             let _ = std::fs::remove_file(tmp);
+            // Fresh again: pruning spares blobs changed in its grace period, and
+            // this one is about to be named by an entry.
+            let _ = File::open(&target).and_then(|f| f.set_modified(std::time::SystemTime::now()));
             return Ok((hash, size));
         }
         file.sync_all().map_err(Error::io("sync", tmp))?;
@@ -75,6 +78,37 @@ impl Blobs {
 
     pub(crate) fn exists(&self, hash: &str) -> bool {
         self.path(hash).is_file()
+    }
+
+    /// Deletes blobs no entry names (and temporaries) last changed before
+    /// `older_than`; returns how many and their bytes. Call under the session's
+    /// exclusive lock, with `referenced` read under it.
+    pub(crate) fn collect_garbage(
+        &self,
+        referenced: &std::collections::HashSet<&str>,
+        older_than: std::time::SystemTime,
+        dry_run: bool,
+    ) -> (usize, u64) {
+        let Ok(read) = std::fs::read_dir(&self.dir) else {
+            return (0, 0);
+        };
+        let (mut count, mut bytes) = (0, 0);
+        for entry in read.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let ours = name.starts_with(".tmp-") || hash::is_sha256_hex(name);
+            if !ours || referenced.contains(name) {
+                continue;
+            }
+            let Ok(md) = entry.metadata() else { continue };
+            if md.modified().is_ok_and(|m| m < older_than)
+                && (dry_run || std::fs::remove_file(entry.path()).is_ok())
+            {
+                count += 1;
+                bytes += md.len();
+            }
+        }
+        (count, bytes)
     }
 }
 

@@ -61,32 +61,144 @@ impl<'a> Checkpoint<'a> {
 
     /// Records the file as the write left it ("after") and releases the lock.
     pub fn commit(self) -> Result<Entry> {
-        let after = self.workspace.current_state(&self.rel)?;
-        self.session.mutate(Durability::Full, |idx| {
-            let e = idx.entry_mut(self.seq).ok_or_else(|| Error::EntryGone {
-                session: self.session.id().to_owned(),
-                seq: self.seq,
-            })?;
-            e.after = Some(after);
-            Ok(e.clone())
-        })
+        self.session
+            .commit_locked(self.workspace, &self.rel, self.seq)
     }
 
     /// Puts the file back as it was at the checkpoint (deleting it if it did not
     /// exist), drops the entry and releases the lock: for a write that failed.
     pub fn rollback(self) -> Result<()> {
+        self.session.rollback_locked(self.seq)
+    }
+}
+
+/// The bracket by entry number, for a caller in another process than the one
+/// that took the checkpoint (`turnback checkpoint` / `commit` / `rollback`).
+/// The file's lock is taken again for the call; between the processes it is not
+/// held, so prefer [`Session::write`] where one process does the write.
+impl Session {
+    /// Commits entry `seq`: records its file as it is now as the entry's "after".
+    pub fn commit(&self, seq: u64) -> Result<Entry> {
+        let entry = self.uncommitted(seq)?;
+        let ws = Workspace::reopen(&entry.workspace)?;
+        let _lock = self.lock_file(&ws, &entry.path)?;
+        self.commit_locked(&ws, &entry.path, seq)
+    }
+
+    /// Rolls entry `seq` back: its file returns to "before" and the entry is
+    /// dropped.
+    pub fn rollback(&self, seq: u64) -> Result<()> {
+        let entry = self.uncommitted(seq)?;
+        let ws = Workspace::reopen(&entry.workspace)?;
+        let _lock = self.lock_file(&ws, &entry.path)?;
+        self.rollback_locked(seq)
+    }
+
+    fn uncommitted(&self, seq: u64) -> Result<Entry> {
+        let entry = self
+            .entries()?
+            .into_iter()
+            .find(|e| e.seq == seq)
+            .ok_or_else(|| Error::NoSuchEntry {
+                session: self.id().to_owned(),
+                seq,
+            })?;
+        if entry.is_committed() {
+            return Err(Error::AlreadyCommitted {
+                session: self.id().to_owned(),
+                seq,
+            });
+        }
+        Ok(entry)
+    }
+
+    fn commit_locked(&self, ws: &Workspace, rel: &str, seq: u64) -> Result<Entry> {
+        let after = ws.current_state(rel)?;
+        self.mutate(Durability::Full, |idx| {
+            let e = idx.entry_mut(seq).ok_or_else(|| Error::NoSuchEntry {
+                session: self.id().to_owned(),
+                seq,
+            })?;
+            if e.is_committed() {
+                return Err(Error::AlreadyCommitted {
+                    session: self.id().to_owned(),
+                    seq,
+                });
+            }
+            e.after = Some(after);
+            Ok(e.clone())
+        })
+    }
+
+    fn rollback_locked(&self, seq: u64) -> Result<()> {
         let opts = RevertOptions {
             force: true,
             dry_run: false,
         };
-        let seq = self.seq;
-        revert::revert_locked(self.session, opts, &|idx| {
-            Ok(if idx.entries.iter().any(|e| e.seq == seq) {
-                vec![seq]
-            } else {
-                Vec::new()
-            })
-        })?;
+        let id = self.id().to_owned();
+        revert::revert_locked(
+            self,
+            opts,
+            &|idx| match idx.entries.iter().find(|e| e.seq == seq) {
+                None => Err(Error::NoSuchEntry {
+                    session: id.clone(),
+                    seq,
+                }),
+                Some(e) if e.is_committed() => Err(Error::AlreadyCommitted {
+                    session: id.clone(),
+                    seq,
+                }),
+                Some(_) => Ok(vec![seq]),
+            },
+        )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Store;
+
+    #[test]
+    fn commit_and_rollback_by_number_from_another_handle() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a"), "old").unwrap();
+        let seq = {
+            let s = store.session("s").unwrap();
+            let cp = s.checkpoint(&ws, "a", "m").unwrap();
+            cp.seq() // dropped uncommitted, as a process that exits would
+        };
+        std::fs::write(dir.path().join("a"), "new").unwrap();
+        let other = store.open_session("s").unwrap();
+        let e = other.commit(seq).unwrap();
+        assert_eq!(e.after.unwrap().size, 3);
+        assert!(matches!(
+            other.commit(seq),
+            Err(Error::AlreadyCommitted { .. })
+        ));
+        assert!(matches!(
+            other.rollback(seq),
+            Err(Error::AlreadyCommitted { .. })
+        ));
+        assert!(matches!(
+            other.commit(99),
+            Err(Error::NoSuchEntry { seq: 99, .. })
+        ));
+
+        let cp = other.checkpoint(&ws, "b", "m2").unwrap();
+        let seq = cp.seq();
+        drop(cp);
+        std::fs::write(dir.path().join("b"), "half").unwrap();
+        other.rollback(seq).unwrap();
+        assert!(!dir.path().join("b").exists());
+        assert_eq!(other.entries().unwrap().len(), 1);
+        assert!(matches!(
+            other.rollback(seq),
+            Err(Error::NoSuchEntry { .. })
+        ));
     }
 }

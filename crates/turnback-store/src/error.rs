@@ -231,9 +231,23 @@ pub enum Error {
         actual: String,
     },
 
-    /// The entry a checkpoint handle refers to was removed by someone else.
-    #[error("session {session:?}: entry {seq} is gone (another process undid it)")]
-    EntryGone {
+    /// The session has no entry with this sequence number (it was undone,
+    /// rolled back, or never existed).
+    #[error(
+        "session {session:?} has no entry {seq} (it was undone or rolled back, or never existed)"
+    )]
+    NoSuchEntry {
+        /// The session id.
+        session: String,
+        /// The entry's sequence number.
+        seq: u64,
+    },
+
+    /// `commit` or `rollback` of an entry that was already committed.
+    #[error(
+        "session {session:?}: entry {seq} is already committed; use undo or revert to take it back"
+    )]
+    AlreadyCommitted {
         /// The session id.
         session: String,
         /// The entry's sequence number.

@@ -74,12 +74,14 @@
 
 mod blobs;
 mod checkpoint;
+mod diff;
 mod durable;
 mod error;
 mod hash;
 mod home;
 mod index;
 mod lock;
+mod retention;
 mod revert;
 mod session;
 mod session_id;
@@ -91,9 +93,11 @@ mod workspace;
 pub mod fuzz_support;
 
 pub use checkpoint::Checkpoint;
+pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
 pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result};
 pub use home::{HOME_ENV, default_home};
 pub use index::{Entry, FORMAT_VERSION, FileState, InFlight, WorkspaceRoot};
+pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
 pub use session::{Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};

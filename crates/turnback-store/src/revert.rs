@@ -55,6 +55,8 @@ pub struct FileRevert {
     pub seqs: Vec<u64>,
     /// What the file is restored to.
     pub action: RevertAction,
+    /// The state the file is restored to (its contents are a backup).
+    pub target: FileState,
     /// Whether the file was still as the session left it.
     pub status: FileStatus,
 }
@@ -544,6 +546,7 @@ fn report(session: &Session, plans: &[FilePlan], applied: bool) -> RevertReport 
                 } else {
                     RevertAction::Delete
                 },
+                target: p.target.clone(),
                 status: p.status.clone(),
             })
             .collect(),

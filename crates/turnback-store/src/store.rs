@@ -227,7 +227,7 @@ impl Store {
     }
 }
 
-fn dir_size(dir: &Path) -> u64 {
+pub(crate) fn dir_size(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|r| {
             r.filter_map(|e| e.ok())

@@ -1,0 +1,315 @@
+//! Comparing a backup with a file: line counts and a unified diff for text that
+//! is small enough to hold; binary and too-big files are named as such.
+//!
+//! This is the only module that reads contents into memory, and only up to
+//! [`MAX_DIFF_BYTES`] a side; anything larger is compared by hash alone.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use similar::{ChangeTag, TextDiff};
+
+use crate::error::{Error, Result};
+use crate::index::{Entry, FileState};
+use crate::revert::FileRevert;
+use crate::session::Session;
+use crate::workspace::Workspace;
+
+/// The largest side a diff reads into memory; above it a file is "too big".
+pub const MAX_DIFF_BYTES: u64 = 4 * 1024 * 1024;
+
+/// How long a line diff may take before it settles for a coarser answer.
+const DIFF_DEADLINE: Duration = Duration::from_secs(2);
+
+/// One file compared: `old` (a backup) against `new`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDiff {
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// The file's path relative to it.
+    pub path: String,
+    /// The old side.
+    pub old: FileState,
+    /// The new side.
+    pub new: FileState,
+    /// How they differ.
+    pub body: DiffBody,
+}
+
+/// How two sides of a file differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiffBody {
+    /// Same contents.
+    Same,
+    /// Text on both sides (an absent side counts as empty text).
+    Text {
+        /// Lines only in the new side.
+        insertions: usize,
+        /// Lines only in the old side.
+        deletions: usize,
+        /// A unified diff (`--- a/PATH`, `+++ b/PATH`, hunks with 3 lines of context).
+        unified: String,
+    },
+    /// A side holds a NUL byte or is not UTF-8: no line counts.
+    Binary,
+    /// A side is larger than [`MAX_DIFF_BYTES`]: compared by hash only.
+    TooBig,
+}
+
+impl FileDiff {
+    /// True when the old side did not exist.
+    pub fn is_created(&self) -> bool {
+        !self.old.exists && self.new.exists
+    }
+
+    /// True when the new side does not exist.
+    pub fn is_deleted(&self) -> bool {
+        self.old.exists && !self.new.exists
+    }
+}
+
+impl Session {
+    /// Each file the session changed: its oldest backup against the file as it
+    /// is now, in path order. Files back at their oldest backup are left out.
+    /// With `only`, just that file (relative to the workspace, or absolute).
+    pub fn diff(&self, only: Option<(&Workspace, &Path)>) -> Result<Vec<FileDiff>> {
+        let wanted = match only {
+            Some((ws, path)) => Some(crate::revert::candidate_files(ws, path)?),
+            None => None,
+        };
+        let entries = self.entries()?;
+        let mut oldest: Vec<&Entry> = Vec::new();
+        for e in &entries {
+            let file = e.absolute_path();
+            if wanted.as_ref().is_some_and(|w| !w.contains(&file)) {
+                continue;
+            }
+            if !oldest.iter().any(|o| o.absolute_path() == file) {
+                oldest.push(e);
+            }
+        }
+        let mut out = Vec::new();
+        for e in oldest {
+            let ws = Workspace::reopen(&e.workspace)?;
+            let now = ws.current_state(&e.path)?;
+            let d = self.compare(&ws, &e.path, &e.before, Side::Blob, &now, Side::Workspace)?;
+            if d.body != DiffBody::Same {
+                out.push(d);
+            }
+        }
+        out.sort_by(|a, b| (&a.workspace, &a.path).cmp(&(&b.workspace, &b.path)));
+        Ok(out)
+    }
+
+    /// What a planned revert does to one file: the file as it is now against
+    /// what the revert restores it to.
+    pub fn revert_diff(&self, file: &FileRevert) -> Result<FileDiff> {
+        let entries = self.entries()?;
+        let seq = file.seqs.first().copied().unwrap_or(0);
+        let entry = entries
+            .iter()
+            .find(|e| e.seq == seq)
+            .ok_or_else(|| Error::NoSuchEntry {
+                session: self.id().to_owned(),
+                seq,
+            })?;
+        let ws = Workspace::reopen(&entry.workspace)?;
+        let now = ws.current_state(&file.path)?;
+        self.compare(
+            &ws,
+            &file.path,
+            &now,
+            Side::Workspace,
+            &file.target,
+            Side::Blob,
+        )
+    }
+
+    fn compare(
+        &self,
+        ws: &Workspace,
+        rel: &str,
+        old: &FileState,
+        old_side: Side,
+        new: &FileState,
+        new_side: Side,
+    ) -> Result<FileDiff> {
+        let body = if old.same_contents(new) {
+            DiffBody::Same
+        } else if old.size > MAX_DIFF_BYTES || new.size > MAX_DIFF_BYTES {
+            DiffBody::TooBig
+        } else {
+            match (
+                self.read_side(ws, rel, old, old_side)?,
+                self.read_side(ws, rel, new, new_side)?,
+            ) {
+                (Some(a), Some(b)) => text_diff(rel, &a, &b).unwrap_or(DiffBody::Binary),
+                // Grew past the limit since it was hashed.
+                _ => DiffBody::TooBig,
+            }
+        };
+        Ok(FileDiff {
+            workspace: ws.root().to_owned(),
+            path: rel.to_owned(),
+            old: old.clone(),
+            new: new.clone(),
+            body,
+        })
+    }
+
+    /// The contents of one side, or `None` when over the limit.
+    fn read_side(
+        &self,
+        ws: &Workspace,
+        rel: &str,
+        state: &FileState,
+        side: Side,
+    ) -> Result<Option<Vec<u8>>> {
+        let Some(hash) = state.sha256.as_deref() else {
+            return Ok(Some(Vec::new()));
+        };
+        let (mut reader, display): (Box<dyn Read>, PathBuf) = match side {
+            Side::Blob => {
+                let path = self.blobs().path(hash);
+                let file = self.blobs().open(hash).map_err(|_| Error::BlobMissing {
+                    session: self.id().to_owned(),
+                    path: rel.to_owned(),
+                    hash: hash.to_owned(),
+                })?;
+                (Box::new(file), path)
+            }
+            Side::Workspace => match ws.open_regular(rel)? {
+                Some(f) => (Box::new(f.file), f.display),
+                None => return Ok(Some(Vec::new())),
+            },
+        };
+        let mut buf = Vec::new();
+        reader
+            .by_ref()
+            .take(MAX_DIFF_BYTES + 1)
+            .read_to_end(&mut buf)
+            .map_err(Error::io("read", &display))?;
+        Ok((buf.len() as u64 <= MAX_DIFF_BYTES).then_some(buf))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Side {
+    Blob,
+    Workspace,
+}
+
+/// A line diff of two texts; `None` when either is binary.
+fn text_diff(path: &str, old: &[u8], new: &[u8]) -> Option<DiffBody> {
+    let old = as_text(old)?;
+    let new = as_text(new)?;
+    let diff = TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(old, new);
+    let (mut insertions, mut deletions) = (0, 0);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            ChangeTag::Insert => insertions += 1,
+            ChangeTag::Delete => deletions += 1,
+            ChangeTag::Equal => {}
+        }
+    }
+    let unified = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string();
+    Some(DiffBody::Text {
+        insertions,
+        deletions,
+        unified,
+    })
+}
+
+fn as_text(bytes: &[u8]) -> Option<&str> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_lines_and_renders_a_unified_diff() {
+        let Some(DiffBody::Text {
+            insertions,
+            deletions,
+            unified,
+        }) = text_diff("a.txt", b"one\ntwo\nthree\n", b"one\n2\nthree\nfour\n")
+        else {
+            panic!("text expected")
+        };
+        assert_eq!((insertions, deletions), (2, 1));
+        assert!(
+            unified.starts_with("--- a/a.txt\n+++ b/a.txt\n@@"),
+            "{unified}"
+        );
+        assert!(
+            unified.contains("-two\n") && unified.contains("+2\n") && unified.contains("+four\n")
+        );
+    }
+
+    #[test]
+    fn nul_or_invalid_utf8_is_binary() {
+        assert_eq!(text_diff("b", b"a\0b", b"text"), None);
+        assert_eq!(text_diff("b", b"text", b"\xff\xfe"), None);
+    }
+
+    #[test]
+    fn a_session_diff_names_each_kind_of_change() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let s = crate::Store::new(home.path()).session("s").unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let put = |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
+        put("edited.txt", b"a\nb\n");
+        put("gone.txt", b"bye\n");
+        put("same.txt", b"x\n");
+        put("bin", b"\0\x01");
+        put("big", &vec![b'a'; MAX_DIFF_BYTES as usize + 1]);
+        s.write(&ws, "edited.txt", &b"a\nc\n"[..], "m").unwrap();
+        s.write(&ws, "new.txt", &b"hi\n"[..], "m").unwrap();
+        s.remove(&ws, "gone.txt", "m").unwrap();
+        s.write(&ws, "same.txt", &b"y\n"[..], "m").unwrap();
+        put("same.txt", b"x\n"); // back by hand: no longer a change
+        s.write(&ws, "bin", &b"\0\x02"[..], "m").unwrap();
+        s.write(&ws, "big", &b"small"[..], "m").unwrap();
+        let diffs = s.diff(None).unwrap();
+        let kinds: Vec<(&str, String)> = diffs
+            .iter()
+            .map(|d| {
+                let kind = match &d.body {
+                    DiffBody::Text {
+                        insertions,
+                        deletions,
+                        ..
+                    } => format!("+{insertions} -{deletions}"),
+                    other => format!("{other:?}"),
+                };
+                (d.path.as_str(), kind)
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("big", "TooBig".to_string()),
+                ("bin", "Binary".to_string()),
+                ("edited.txt", "+1 -1".to_string()),
+                ("gone.txt", "+0 -1".to_string()),
+                ("new.txt", "+1 -0".to_string()),
+            ]
+        );
+        assert!(diffs[3].is_deleted() && diffs[4].is_created());
+        let only = s.diff(Some((&ws, Path::new("new.txt")))).unwrap();
+        assert_eq!(only.len(), 1);
+    }
+}

@@ -1,0 +1,294 @@
+//! Retention: which sessions the store keeps, and pruning the rest.
+//!
+//! A session is kept while it is among the most recently changed ones or was
+//! changed recently (both configurable); the session in use, one whose lock is
+//! held by a live process, and one whose index cannot be read are always kept.
+//! Within a kept session, backups no entry names are deleted once they are
+//! older than a grace period (a writer may be about to name one).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use time::OffsetDateTime;
+
+use crate::blobs::Blobs;
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::lock;
+use crate::session_id::random_u64;
+use crate::store::Store;
+
+/// What a prune keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep this many most recently changed sessions.
+    pub keep_recent: usize,
+    /// Keep every session changed within this long.
+    pub keep_for: Duration,
+    /// Keep unreferenced backups younger than this.
+    pub blob_grace: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            keep_recent: 20,
+            keep_for: Duration::from_secs(30 * 24 * 3600),
+            blob_grace: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What a prune removed, or with `dry_run` would remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneReport {
+    /// False for a dry run: nothing was deleted.
+    pub applied: bool,
+    /// The sessions removed.
+    pub removed: Vec<PrunedSession>,
+    /// How many sessions are kept.
+    pub kept: usize,
+    /// Unreferenced backups deleted from kept sessions.
+    pub blobs_removed: usize,
+    /// Their bytes.
+    pub blob_bytes: u64,
+}
+
+/// One session removed by a prune.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrunedSession {
+    /// The session id.
+    pub id: String,
+    /// When it last changed.
+    pub last_change: OffsetDateTime,
+    /// Bytes of backups it held.
+    pub bytes: u64,
+}
+
+struct Candidate {
+    id: String,
+    last_change: SystemTime,
+    readable: bool,
+}
+
+impl Store {
+    /// Removes the sessions `retention` does not keep, never `in_use`, and
+    /// deletes old unreferenced backups of the sessions it keeps.
+    pub fn prune(
+        &self,
+        retention: &Retention,
+        in_use: Option<&str>,
+        dry_run: bool,
+    ) -> Result<PruneReport> {
+        let now = SystemTime::now();
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for id in self.session_ids()? {
+            let dir = self.sessions_dir().join(&id);
+            // The index changes with every write and undo; the directory stands
+            // in for a session that never wrote one.
+            let last_change = std::fs::metadata(dir.join("index.json"))
+                .or_else(|_| std::fs::metadata(&dir))
+                .and_then(|m| m.modified())
+                .unwrap_or(now);
+            let readable = Index::load(&dir, &id).is_ok();
+            candidates.push(Candidate {
+                id,
+                last_change,
+                readable,
+            });
+        }
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.last_change));
+        let mut report = PruneReport {
+            applied: !dry_run,
+            removed: Vec::new(),
+            kept: 0,
+            blobs_removed: 0,
+            blob_bytes: 0,
+        };
+        for (rank, c) in candidates.iter().enumerate() {
+            let age = now.duration_since(c.last_change).unwrap_or_default();
+            let keep = rank < retention.keep_recent
+                || age < retention.keep_for
+                || in_use == Some(c.id.as_str())
+                || !c.readable;
+            let dir = self.sessions_dir().join(&c.id);
+            if keep
+                || !self.remove_session(&c.id, dir.clone(), dry_run, &mut report, c.last_change)?
+            {
+                report.kept += 1;
+                let (n, bytes) = self.collect_session_garbage(&c.id, retention, dry_run);
+                report.blobs_removed += n;
+                report.blob_bytes += bytes;
+            }
+        }
+        self.sweep_pruned(dry_run);
+        Ok(report)
+    }
+
+    /// Removes one session unless a live process holds its lock; true if removed.
+    fn remove_session(
+        &self,
+        id: &str,
+        dir: PathBuf,
+        dry_run: bool,
+        report: &mut PruneReport,
+        last_change: SystemTime,
+    ) -> Result<bool> {
+        let Ok(Some(guard)) = lock::try_acquire(&dir.join("lock")) else {
+            return Ok(false);
+        };
+        let bytes = crate::store::dir_size(&dir.join("blobs"));
+        if !dry_run {
+            // Renamed away first, under the lock, so the session vanishes at once
+            // and a half-finished delete is never mistaken for a session.
+            let trash = self
+                .sessions_dir()
+                .join(format!(".pruned-{id}-{:08x}", random_u64() as u32));
+            std::fs::rename(&dir, &trash).map_err(Error::io("remove session", &dir))?;
+            drop(guard);
+            std::fs::remove_dir_all(&trash).map_err(Error::io("delete", &trash))?;
+        }
+        report.removed.push(PrunedSession {
+            id: id.to_owned(),
+            last_change: last_change.into(),
+            bytes,
+        });
+        Ok(true)
+    }
+
+    fn collect_session_garbage(
+        &self,
+        id: &str,
+        retention: &Retention,
+        dry_run: bool,
+    ) -> (usize, u64) {
+        let dir = self.sessions_dir().join(id);
+        // A session busy right now is collected next time.
+        let Ok(Some(_guard)) = lock::try_acquire(&dir.join("lock")) else {
+            return (0, 0);
+        };
+        let Ok(idx) = Index::load(&dir, id) else {
+            return (0, 0);
+        };
+        let referenced: HashSet<&str> = idx
+            .entries
+            .iter()
+            .flat_map(|e| {
+                [
+                    e.before.sha256.as_deref(),
+                    e.after.as_ref().and_then(|a| a.sha256.as_deref()),
+                ]
+            })
+            .flatten()
+            .collect();
+        let older_than = SystemTime::now() - retention.blob_grace;
+        Blobs::new(dir.join("blobs")).collect_garbage(&referenced, older_than, dry_run)
+    }
+
+    /// Finishes deletes that a crash interrupted.
+    fn sweep_pruned(&self, dry_run: bool) {
+        let Ok(read) = std::fs::read_dir(self.sessions_dir()) else {
+            return;
+        };
+        for e in read.flatten() {
+            if e.file_name().to_string_lossy().starts_with(".pruned-") && !dry_run {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::Workspace;
+
+    fn age(dir: &std::path::Path, days: u64) {
+        let t = SystemTime::now() - Duration::from_secs(days * 24 * 3600);
+        for p in [dir.join("index.json"), dir.to_owned()] {
+            if let Ok(f) = std::fs::File::open(&p) {
+                f.set_modified(t).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn keeps_recent_and_new_sessions_and_the_one_in_use() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        for (i, days) in [(0, 100), (1, 90), (2, 80), (3, 1)] {
+            let s = store.session(&format!("s{i}")).unwrap();
+            s.write(&ws, format!("f{i}"), &b"x"[..], "m").unwrap();
+            age(s.dir(), days);
+        }
+        let retention = Retention {
+            keep_recent: 2,
+            ..Retention::default()
+        };
+        let dry = store.prune(&retention, Some("s0"), true).unwrap();
+        let ids = |r: &PruneReport| r.removed.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&dry), ["s1"]);
+        assert_eq!(
+            store.session_ids().unwrap().len(),
+            4,
+            "a dry run deletes nothing"
+        );
+        let real = store.prune(&retention, Some("s0"), false).unwrap();
+        assert_eq!(ids(&real), ["s1"]);
+        assert_eq!(real.kept, 3);
+        assert_eq!(store.session_ids().unwrap(), ["s0", "s2", "s3"]);
+    }
+
+    #[test]
+    fn never_removes_a_session_whose_index_is_damaged_or_whose_lock_is_held() {
+        let home = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let a = store.session("damaged").unwrap();
+        std::fs::write(a.dir().join("index.json"), b"{").unwrap();
+        age(a.dir(), 400);
+        let b = store.session("busy").unwrap();
+        std::fs::write(
+            b.dir().join("index.json"),
+            br#"{"format":1,"session":"busy","next_seq":1,"entries":[]}"#,
+        )
+        .unwrap();
+        age(b.dir(), 400);
+        let _held = b.lock_session(lock::Mode::Exclusive).unwrap();
+        let none = Retention {
+            keep_recent: 0,
+            ..Retention::default()
+        };
+        let r = store.prune(&none, None, false).unwrap();
+        assert!(r.removed.is_empty(), "{r:?}");
+        assert_eq!(store.session_ids().unwrap(), ["busy", "damaged"]);
+    }
+
+    #[test]
+    fn deletes_only_old_unreferenced_backups() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let s = store.session("s").unwrap();
+        std::fs::write(wsdir.path().join("f"), "one").unwrap();
+        std::fs::write(wsdir.path().join("g"), "gold").unwrap();
+        s.write(&ws, "f", &b"two"[..], "m").unwrap();
+        s.write(&ws, "g", &b"lead"[..], "m").unwrap();
+        s.undo(crate::RevertOptions::default()).unwrap(); // the backup "gold" is no longer named
+        let blobs = s.dir().join("blobs");
+        let old = SystemTime::now() - Duration::from_secs(7200);
+        for e in std::fs::read_dir(&blobs).unwrap() {
+            std::fs::File::open(e.unwrap().path())
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let r = store.prune(&Retention::default(), None, false).unwrap();
+        assert_eq!((r.blobs_removed, r.blob_bytes), (1, 4));
+        s.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(std::fs::read(wsdir.path().join("f")).unwrap(), b"one");
+    }
+}
