@@ -1,96 +1,163 @@
-//! The command line, as clap parses it.
+//! The command line as clap parses it. Nothing here acts; `commands/` does.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  done
+  1  error (the message says what, and a hint what to do)
+  2  usage: a flag, argument or session is missing or wrong
+  3  refused: a file changed since the session wrote it; nothing was touched";
 
 /// A safety net under every file an AI coding agent edits.
+///
+/// Agents write through turnback (`turnback write`, `turnback rm`), which backs each
+/// file up first; people undo from any shell (`turnback undo`, `turnback revert
+/// FILE`, `turnback rewind MESSAGE`), while the agent runs or after.
 #[derive(Debug, Parser)]
-#[command(
-    name = "turnback",
-    version,
-    about,
-    after_help = "Exit codes: 0 done, 1 error, 2 usage, 3 refused because a file changed since (nothing was touched)."
-)]
+#[command(name = "turnback", version, about, long_about, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
-    /// The store home (default: $TURNBACK_HOME, else ~/.local/state/turnback).
+    /// The store home [default: $TURNBACK_HOME, else ~/.local/state/turnback]
     #[arg(long, global = true, env = "TURNBACK_HOME", value_name = "DIR")]
     pub home: Option<PathBuf>,
-    /// The session to use.
+    /// The session to use [default for people's commands: the newest session with changes here]
     #[arg(long, global = true, env = "TURNBACK_SESSION", value_name = "ID")]
     pub session: Option<String>,
-    /// The workspace root (default: the current directory).
+    /// The workspace root [default: the current directory]
     #[arg(long, global = true, env = "TURNBACK_WORKSPACE", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Print machine-readable JSON.
+    /// Print JSON (the API for agents in other languages; see docs/JSON.md)
     #[arg(long, global = true)]
     pub json: bool,
+    /// When to colour the output (NO_COLOR turns `auto` off)
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Replace FILE with the bytes on standard input, backed up first.
+    /// Replace FILE with standard input, backed up first (for agents)
     #[command(
-        after_help = "Example: echo 'fn main() {}' | turnback write src/main.rs --message call-7"
+        after_help = "Example:\n  printf 'fn main() {}\\n' | turnback write src/main.rs --message call-7"
     )]
-    Write {
-        /// The file to write.
-        file: PathBuf,
-        /// The id of the message or tool call making the change.
-        #[arg(long, short, default_value = "")]
-        message: String,
+    Write(FileArgs),
+    /// Delete FILE, backed up first (for agents)
+    #[command(after_help = "Example:\n  turnback rm old_notes.txt --message call-8")]
+    Rm(FileArgs),
+    /// Back FILE up before changing it yourself; prints the entry number (for agents)
+    #[command(
+        after_help = "Example:\n  id=$(turnback checkpoint src/lib.rs --message call-9)\n  my-editor src/lib.rs && turnback commit \"$id\" || turnback rollback \"$id\""
+    )]
+    Checkpoint(FileArgs),
+    /// Record the file of checkpoint ID as written (for agents)
+    #[command(after_help = "Example:\n  turnback commit 12")]
+    Commit {
+        /// The entry number `turnback checkpoint` printed
+        id: u64,
     },
-    /// Delete FILE, backed up first.
-    #[command(after_help = "Example: turnback rm old.txt --message call-8")]
-    Rm {
-        /// The file to delete.
-        file: PathBuf,
-        /// The id of the message or tool call making the change.
-        #[arg(long, short, default_value = "")]
-        message: String,
+    /// Put the file of checkpoint ID back and drop the entry (for agents)
+    #[command(after_help = "Example:\n  turnback rollback 12")]
+    Rollback {
+        /// The entry number `turnback checkpoint` printed
+        id: u64,
     },
-    /// Revert the session's newest change.
-    #[command(after_help = "Example: turnback undo --dry-run")]
+    /// Revert the session's newest change
+    #[command(after_help = "Example:\n  turnback undo --dry-run")]
     Undo(RevertFlags),
-    /// Revert the newest change to FILE.
-    #[command(after_help = "Example: turnback revert src/lib.rs")]
+    /// Revert the newest change to FILE (in the session that changed it last)
+    #[command(after_help = "Example:\n  turnback revert src/lib.rs")]
     Revert {
-        /// The file to revert.
+        /// The file to revert
         file: PathBuf,
         #[command(flatten)]
         flags: RevertFlags,
     },
-    /// Revert every change since MESSAGE (included), newest first.
-    #[command(after_help = "Example: turnback rewind call-7 --dry-run")]
+    /// Revert every change since MESSAGE (its own included), newest first
+    #[command(after_help = "Example:\n  turnback rewind call-7 --dry-run")]
     Rewind {
-        /// The message id to rewind to (its changes are reverted too).
+        /// The message id to go back to
         message: String,
         #[command(flatten)]
         flags: RevertFlags,
     },
-    /// List the session's changes, oldest first.
-    #[command(after_help = "Example: turnback log --json")]
-    Log,
-    /// List every session in the store.
-    #[command(after_help = "Example: turnback sessions")]
+    /// List the session's changes, grouped by message, newest last
+    #[command(after_help = "Example:\n  turnback log --all")]
+    Log {
+        /// Every session with changes in this workspace
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show each changed file against its first backup
+    #[command(after_help = "Example:\n  turnback diff src/lib.rs\n  turnback diff --stat")]
+    Diff {
+        /// Only this file
+        file: Option<PathBuf>,
+        /// Only a summary line per file
+        #[arg(long)]
+        stat: bool,
+    },
+    /// List every session in the store
+    #[command(after_help = "Example:\n  turnback sessions --json")]
     Sessions,
-    /// Run a short scripted agent session in a scratch directory and undo parts of it.
-    #[command(after_help = "Example: turnback demo")]
+    /// Delete old sessions (keeps the 20 newest and any changed in 30 days)
+    #[command(after_help = "Example:\n  turnback prune --dry-run")]
+    Prune {
+        /// Show what would be deleted; delete nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Run a short scripted agent session in a scratch directory and undo parts of it
+    #[command(after_help = "Example:\n  turnback demo")]
     Demo,
+    /// Print a shell completion script
+    #[command(
+        after_help = "Example:\n  turnback completions bash > ~/.local/share/bash-completion/completions/turnback"
+    )]
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff)
+    #[command(after_help = "Example:\n  turnback man | man -l -")]
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FileArgs {
+    /// The file, relative to the current directory
+    pub file: PathBuf,
+    /// The id of the message or tool call making the change
+    #[arg(long, short, default_value = "", value_name = "ID")]
+    pub message: String,
 }
 
 #[derive(Debug, Args, Clone, Copy)]
 pub(crate) struct RevertFlags {
-    /// Restore even files that changed since the session wrote them.
+    /// Overwrite files that changed since the session wrote them
     #[arg(long)]
     pub force: bool,
-    /// Show what would be done; change nothing.
+    /// Show what would happen, with a diff; change nothing
     #[arg(long)]
     pub dry_run: bool,
 }
 
 pub(crate) fn parse() -> Cli {
     Cli::parse()
+}
+
+/// The clap command, for completions and the manual page.
+pub(crate) fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }

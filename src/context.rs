@@ -42,6 +42,30 @@ impl Context {
         self.cwd.join(p)
     }
 
+    /// The session named by `--session` or `TURNBACK_SESSION`, if any.
+    pub(crate) fn named_session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Every session with changes in the workspace (or the named one), oldest
+    /// change first.
+    pub(crate) fn workspace_sessions(&self) -> Result<Vec<Session>, CliError> {
+        if let Some(id) = &self.session {
+            return Ok(vec![self.store.open_session(id)?]);
+        }
+        let ws = self.workspace()?;
+        self.store
+            .sessions()?
+            .into_iter()
+            .filter(|s| {
+                s.workspaces
+                    .iter()
+                    .any(|w| w.starts_with(ws.root()) || ws.root().starts_with(w))
+            })
+            .map(|s| Ok(self.store.open_session(&s.id)?))
+            .collect()
+    }
+
     /// The session an agent names (flag or environment): required.
     pub(crate) fn agent_session(&self) -> Result<Session, CliError> {
         let id = self.session.as_deref().ok_or_else(|| {
@@ -93,7 +117,8 @@ impl Context {
         }
         match self.store.latest_session_for(ws, file)? {
             Some(id) => {
-                eprintln!("using session {id} (it changed {} last)", file.display());
+                let shown = file.strip_prefix(&self.cwd).unwrap_or(file);
+                eprintln!("using session {id} (it changed {} last)", shown.display());
                 Ok(self.store.open_session(&id)?)
             }
             None => Err(CliError::new(

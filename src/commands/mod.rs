@@ -1,20 +1,30 @@
-//! One function per command; `run` dispatches and turns errors into one line, a
-//! hint and an exit code.
+//! One module per command; `run` dispatches and turns an error into one line,
+//! a hint and an exit code (or, with `--json`, one JSON object on stderr).
 
+mod bracket;
 mod demo;
+mod docs;
+mod inspect;
+mod revert;
+mod sessions;
+mod write;
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use turnback_store::{Error, RevertOptions, RevertReport};
+use turnback_store::Error;
 
-use crate::cli::{Cli, Command, RevertFlags};
+use crate::cli::{Cli, Command};
 use crate::context::Context;
-use crate::report;
+use crate::json;
+use crate::output::Out;
 
-/// Exit code for "refused because a file changed since; nothing was touched".
-const EXIT_REFUSED: u8 = 3;
-const EXIT_USAGE: u8 = 2;
+/// Exit code of an error.
+pub(crate) const EXIT_ERROR: u8 = 1;
+/// Exit code of a usage error.
+pub(crate) const EXIT_USAGE: u8 = 2;
+/// Exit code of "refused because a file changed since; nothing was touched".
+pub(crate) const EXIT_REFUSED: u8 = 3;
 
 /// An error as the user sees it.
 #[derive(Debug)]
@@ -22,6 +32,9 @@ pub(crate) struct CliError {
     message: String,
     hint: Option<String>,
     code: u8,
+    kind: &'static str,
+    /// The files that refused a revert, as JSON (boxed: errors stay small).
+    conflicts: Box<serde_json::Value>,
 }
 
 impl CliError {
@@ -29,159 +42,130 @@ impl CliError {
         CliError {
             message: message.into(),
             hint,
-            code: 1,
+            code: EXIT_ERROR,
+            kind: "error",
+            conflicts: Box::new(serde_json::Value::Null),
         }
     }
 
-    pub(crate) fn usage(message: &str, hint: &str) -> Self {
+    pub(crate) fn usage(message: impl Into<String>, hint: &str) -> Self {
         CliError {
-            message: message.into(),
-            hint: Some(hint.into()),
             code: EXIT_USAGE,
+            kind: "usage",
+            ..CliError::new(message, Some(hint.into()))
         }
     }
 }
 
 impl From<Error> for CliError {
     fn from(e: Error) -> Self {
-        let hint = match &e {
-            Error::Refused { .. } => Some(
-                "nothing was touched; add --dry-run to see the files, or --force to overwrite those changes".into(),
-            ),
-            Error::NoHome => Some("set TURNBACK_HOME or pass --home DIR".into()),
-            Error::SessionNotFound { .. } => Some("`turnback sessions` lists the sessions of this store".into()),
-            Error::InvalidSessionId { .. } => Some("a session id is 1 to 128 of A-Z a-z 0-9 . _ -".into()),
-            Error::CorruptIndex { path, .. } => Some(format!(
-                "move {} aside to start the session over; its backups stay in the session directory",
-                path.display()
-            )),
-            Error::NewerFormat { .. } => Some("use a newer turnback for this store".into()),
-            Error::FileBusy { .. } | Error::SessionBusy { .. } => Some("another agent is working on it; try again".into()),
-            Error::OutsideWorkspace { .. } => Some("pass --workspace DIR to protect files under another root".into()),
-            Error::WorkspaceMoved { .. } | Error::UnsafePath { .. } => {
-                Some("put the directory back as it was, then try again; nothing was written".into())
-            }
-            Error::BlobMissing { .. } | Error::BlobCorrupt { .. } => {
-                Some("that backup cannot be restored; other files of the session are unaffected".into())
-            }
-            _ => None,
+        let code = match &e {
+            Error::Refused { .. } => EXIT_REFUSED,
+            Error::InvalidSessionId { .. } => EXIT_USAGE,
+            _ => EXIT_ERROR,
         };
-        let code = if e.is_refusal() { EXIT_REFUSED } else { 1 };
         CliError {
             message: e.to_string(),
-            hint,
+            hint: hint(&e),
             code,
+            kind: json::error_kind(&e),
+            conflicts: Box::new(json::conflicts(&e)),
         }
     }
 }
 
+/// What the user can do next, for the errors where there is something.
+fn hint(e: &Error) -> Option<String> {
+    let h = match e {
+        Error::Refused { .. } => "--dry-run shows the changes; --force overwrites them",
+        Error::NoHome => "set TURNBACK_HOME or pass --home DIR",
+        Error::SessionNotFound { .. } => "`turnback sessions` lists the sessions of this store",
+        Error::InvalidSessionId { .. } => {
+            "a session id is 1 to 128 of A-Z a-z 0-9 . _ - and does not start with '.'"
+        }
+        Error::CorruptIndex { path, .. } => {
+            return Some(format!(
+                "move {} aside to start the session over; its backups stay where they are",
+                path.display()
+            ));
+        }
+        Error::NewerFormat { .. } => "this store was written by a newer turnback: use that one",
+        Error::FileBusy { .. } | Error::SessionBusy { .. } => {
+            "another agent is working on it; try again in a moment"
+        }
+        Error::OutsideWorkspace { .. } => {
+            "pass --workspace DIR to protect files under another root"
+        }
+        Error::NotRegularFile { .. } => "turnback protects regular files only",
+        Error::WorkspaceMoved { .. } | Error::UnsafePath { .. } => {
+            "put the directory back as it was and try again; nothing was written"
+        }
+        Error::BlobMissing { .. } | Error::BlobCorrupt { .. } => {
+            "this backup cannot be restored; the session's other files are unaffected"
+        }
+        Error::NothingToUndo { .. }
+        | Error::NoChangeToFile { .. }
+        | Error::MessageNotFound { .. } => {
+            "`turnback log` lists what this session can revert; --session picks another"
+        }
+        Error::NoSuchEntry { .. } => "`turnback log` lists the session's entries",
+        Error::AlreadyCommitted { .. } => "undo or revert it instead",
+        _ => return None,
+    };
+    Some(h.to_owned())
+}
+
 pub(crate) fn run(cli: Cli) -> ExitCode {
-    match dispatch(&cli) {
+    let out = Out::new(cli.color, cli.json);
+    match dispatch(&cli, &out) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "error: {}", e.message);
-            if let Some(hint) = &e.hint {
-                let _ = writeln!(err, "hint: {hint}");
-            }
+            report(&e, cli.json);
             ExitCode::from(e.code)
         }
     }
 }
 
-fn dispatch(cli: &Cli) -> Result<(), CliError> {
-    if let Command::Demo = cli.command {
-        return demo::run();
+fn report(e: &CliError, json: bool) {
+    let mut err = std::io::stderr().lock();
+    if json {
+        let v = serde_json::json!({ "error": {
+            "kind": e.kind,
+            "message": e.message,
+            "hint": e.hint,
+            "exit_code": e.code,
+            "conflicts": e.conflicts,
+        }});
+        let _ = writeln!(err, "{v}");
+        return;
+    }
+    let _ = writeln!(err, "error: {}", e.message);
+    if let Some(hint) = &e.hint {
+        let _ = writeln!(err, "hint: {hint}");
+    }
+}
+
+fn dispatch(cli: &Cli, out: &Out) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Demo => return demo::run(out),
+        Command::Completions { shell } => return docs::completions(*shell),
+        Command::Man => return docs::man(),
+        _ => {}
     }
     let ctx = Context::new(cli)?;
     match &cli.command {
-        Command::Write { file, message } => {
-            let session = ctx.agent_session()?;
-            let ws = ctx.workspace()?;
-            let e = session.write(&ws, ctx.user_path(file), std::io::stdin().lock(), message)?;
-            print_entry(cli, &e);
-        }
-        Command::Rm { file, message } => {
-            let session = ctx.agent_session()?;
-            let ws = ctx.workspace()?;
-            let e = session.remove(&ws, ctx.user_path(file), message)?;
-            print_entry(cli, &e);
-        }
-        Command::Undo(flags) => {
-            let session = ctx.person_session()?;
-            print_revert(cli, &session.undo(options(flags))?);
-        }
-        Command::Revert { file, flags } => {
-            let ws = ctx.workspace()?;
-            let path = ctx.user_path(file);
-            let session = ctx.session_for_file(&ws, &path)?;
-            print_revert(cli, &session.revert(&ws, &path, options(flags))?);
-        }
-        Command::Rewind { message, flags } => {
-            let session = ctx.person_session()?;
-            print_revert(cli, &session.rewind(message, options(flags))?);
-        }
-        Command::Log => {
-            let session = ctx.person_session()?;
-            let entries = session.entries()?;
-            if cli.json {
-                let v = serde_json::json!({
-                    "session": session.id(),
-                    "entries": entries.iter().map(report::entry_json).collect::<Vec<_>>(),
-                });
-                println!("{v}");
-            } else {
-                println!("session {}", session.id());
-                for e in &entries {
-                    println!("{}", report::entry_line(e));
-                }
-            }
-        }
-        Command::Sessions => {
-            let list = ctx.store.sessions()?;
-            if cli.json {
-                println!("{}", report::sessions_json(&list));
-            } else {
-                for s in &list {
-                    let ws: Vec<String> = s
-                        .workspaces
-                        .iter()
-                        .map(|w| w.display().to_string())
-                        .collect();
-                    println!(
-                        "{}  {} entries  {} bytes  {}",
-                        s.id,
-                        s.entries,
-                        s.bytes,
-                        ws.join(", ")
-                    );
-                }
-            }
-        }
-        Command::Demo => unreachable!("handled above"),
-    }
-    Ok(())
-}
-
-fn options(flags: &RevertFlags) -> RevertOptions {
-    RevertOptions {
-        force: flags.force,
-        dry_run: flags.dry_run,
-    }
-}
-
-fn print_entry(cli: &Cli, e: &turnback_store::Entry) {
-    if cli.json {
-        println!("{}", report::entry_json(e));
-    } else {
-        println!("{}", report::entry_line(e));
-    }
-}
-
-fn print_revert(cli: &Cli, r: &RevertReport) {
-    if cli.json {
-        println!("{}", report::revert_json(r));
-    } else {
-        print!("{}", report::revert_text(r));
+        Command::Write(args) => write::write(&ctx, out, args),
+        Command::Rm(args) => write::rm(&ctx, out, args),
+        Command::Checkpoint(args) => bracket::checkpoint(&ctx, out, args),
+        Command::Commit { id } => bracket::commit(&ctx, out, *id),
+        Command::Rollback { id } => bracket::rollback(&ctx, out, *id),
+        Command::Undo(flags) => revert::undo(&ctx, out, flags),
+        Command::Revert { file, flags } => revert::revert(&ctx, out, file, flags),
+        Command::Rewind { message, flags } => revert::rewind(&ctx, out, message, flags),
+        Command::Log { all } => inspect::log(&ctx, out, *all),
+        Command::Diff { file, stat } => inspect::diff(&ctx, out, file.as_deref(), *stat),
+        Command::Sessions => sessions::list(&ctx, out),
+        Command::Prune { dry_run } => sessions::prune(&ctx, out, *dry_run),
+        Command::Demo | Command::Completions { .. } | Command::Man => unreachable!("handled above"),
     }
 }

@@ -1,0 +1,30 @@
+//! `turnback completions SHELL` and `turnback man`, generated from the clap
+//! definition so they never drift from it.
+
+use crate::cli;
+use crate::commands::CliError;
+
+pub(crate) fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
+    let mut cmd = cli::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "turnback", &mut buf);
+    crate::output::Out {
+        color: false,
+        json: false,
+    }
+    .print(&String::from_utf8_lossy(&buf));
+    Ok(())
+}
+
+pub(crate) fn man() -> Result<(), CliError> {
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(cli::command())
+        .render(&mut buf)
+        .map_err(|e| CliError::new(format!("could not render the manual page: {e}"), None))?;
+    crate::output::Out {
+        color: false,
+        json: false,
+    }
+    .print(&String::from_utf8_lossy(&buf));
+    Ok(())
+}

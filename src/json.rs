@@ -1,0 +1,198 @@
+//! The JSON shapes of the command line: the API for agents in other languages.
+//! Documented, with an example of each, in `docs/JSON.md`; change them only by
+//! adding fields.
+
+use serde_json::{Value, json};
+use turnback_store::{
+    DiffBody, Entry, Error, FileDiff, FileRevert, FileState, FileStatus, PruneReport, RevertAction,
+    RevertReport, SessionSummary,
+};
+
+pub(crate) fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+pub(crate) fn state(s: &FileState) -> Value {
+    json!({ "exists": s.exists, "sha256": s.sha256, "size": s.size, "mode": s.mode })
+}
+
+pub(crate) fn entry(e: &Entry) -> Value {
+    json!({
+        "seq": e.seq,
+        "message_id": e.message_id,
+        "workspace": e.workspace.path,
+        "path": e.path,
+        "version": e.version,
+        "time": rfc3339(e.time),
+        "before": state(&e.before),
+        "after": e.after.as_ref().map(state),
+    })
+}
+
+pub(crate) fn session_entry(session: &str, e: &Entry) -> Value {
+    json!({ "session": session, "entry": entry(e) })
+}
+
+pub(crate) fn entries(session: &str, list: &[Entry]) -> Value {
+    json!({ "session": session, "entries": list.iter().map(entry).collect::<Vec<_>>() })
+}
+
+pub(crate) fn status(s: &FileStatus) -> &'static str {
+    match s {
+        FileStatus::Safe => "safe",
+        FileStatus::AlreadyReverted => "already-reverted",
+        FileStatus::ChangedSince { .. } => "changed-since",
+        FileStatus::NeverCommitted => "never-committed",
+    }
+}
+
+fn changed_by(s: &FileStatus) -> Value {
+    match s {
+        FileStatus::ChangedSince { by: Some(by) } => {
+            json!({ "session": by.session, "message_id": by.message_id, "seq": by.seq })
+        }
+        _ => Value::Null,
+    }
+}
+
+pub(crate) fn diff_body(body: &DiffBody) -> Value {
+    match body {
+        DiffBody::Same => json!({ "kind": "same" }),
+        DiffBody::Text {
+            insertions,
+            deletions,
+            unified,
+        } => {
+            json!({ "kind": "text", "insertions": insertions, "deletions": deletions, "unified": unified })
+        }
+        DiffBody::Binary => json!({ "kind": "binary" }),
+        DiffBody::TooBig => json!({ "kind": "too-big" }),
+    }
+}
+
+/// One file of a revert; `diff` only in previews.
+pub(crate) fn file_revert(f: &FileRevert, diff: Option<&FileDiff>) -> Value {
+    let mut v = json!({
+        "workspace": f.workspace,
+        "path": f.path,
+        "entries": f.seqs,
+        "action": match f.action { RevertAction::Write { .. } => "write", RevertAction::Delete => "delete" },
+        "status": status(&f.status),
+        "changed_by": changed_by(&f.status),
+        "target": state(&f.target),
+    });
+    if let Some(d) = diff {
+        v["diff"] = diff_body(&d.body);
+    }
+    v
+}
+
+pub(crate) fn revert(r: &RevertReport, diffs: &[Option<FileDiff>]) -> Value {
+    let files: Vec<Value> = r
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| file_revert(f, diffs.get(i).and_then(Option::as_ref)))
+        .collect();
+    json!({ "session": r.session, "applied": r.applied, "files": files })
+}
+
+pub(crate) fn diff(session: &str, files: &[FileDiff]) -> Value {
+    let files: Vec<Value> = files
+        .iter()
+        .map(|d| {
+            json!({
+                "workspace": d.workspace,
+                "path": d.path,
+                "old": state(&d.old),
+                "new": state(&d.new),
+                "diff": diff_body(&d.body),
+            })
+        })
+        .collect();
+    json!({ "session": session, "files": files })
+}
+
+pub(crate) fn sessions(list: &[SessionSummary]) -> Value {
+    let list: Vec<Value> = list
+        .iter()
+        .map(|s| {
+            json!({
+                "id": s.id,
+                "workspaces": s.workspaces,
+                "last_change": s.last_change.map(rfc3339),
+                "entries": s.entries,
+                "bytes": s.bytes,
+                "problem": s.problem,
+            })
+        })
+        .collect();
+    json!({ "sessions": list })
+}
+
+pub(crate) fn prune(r: &PruneReport) -> Value {
+    let removed: Vec<Value> = r
+        .removed
+        .iter()
+        .map(|s| json!({ "id": s.id, "last_change": rfc3339(s.last_change), "bytes": s.bytes }))
+        .collect();
+    json!({
+        "applied": r.applied,
+        "removed": removed,
+        "kept": r.kept,
+        "blobs_removed": r.blobs_removed,
+        "blob_bytes": r.blob_bytes,
+    })
+}
+
+/// A stable name for each kind of error, for programs that branch on it.
+pub(crate) fn error_kind(e: &Error) -> &'static str {
+    match e {
+        Error::NoHome => "no-home",
+        Error::InvalidSessionId { .. } => "invalid-session-id",
+        Error::SessionNotFound { .. } => "session-not-found",
+        Error::CorruptIndex { .. } => "corrupt-index",
+        Error::NewerFormat { .. } => "newer-format",
+        Error::Io { .. } => "io",
+        Error::OutsideWorkspace { .. } => "outside-workspace",
+        Error::NotRegularFile { .. } => "not-regular-file",
+        Error::NonUtf8Path { .. } => "non-utf8-path",
+        Error::UnsafePath { .. } => "unsafe-path",
+        Error::WorkspaceMoved { .. } => "workspace-moved",
+        Error::FileBusy { .. } => "file-busy",
+        Error::SessionBusy { .. } => "session-busy",
+        Error::Refused { .. } => "refused",
+        Error::NothingToUndo { .. } => "nothing-to-undo",
+        Error::NoChangeToFile { .. } => "no-change-to-file",
+        Error::MessageNotFound { .. } => "message-not-found",
+        Error::BlobMissing { .. } => "backup-missing",
+        Error::BlobCorrupt { .. } => "backup-corrupt",
+        Error::NoSuchEntry { .. } => "no-such-entry",
+        Error::AlreadyCommitted { .. } => "already-committed",
+        _ => "error",
+    }
+}
+
+/// The files that refused a revert, for the JSON error.
+pub(crate) fn conflicts(e: &Error) -> Value {
+    let Error::Refused { conflicts, .. } = e else {
+        return Value::Null;
+    };
+    let list: Vec<Value> = conflicts
+        .iter()
+        .map(|c| {
+            let (reason, by) = match &c.reason {
+                turnback_store::ConflictReason::ChangedSince { by } => (
+                    "changed-since",
+                    by.as_ref()
+                        .map(|b| json!({ "session": b.session, "message_id": b.message_id, "seq": b.seq }))
+                        .unwrap_or(Value::Null),
+                ),
+                turnback_store::ConflictReason::NeverCommitted => ("never-committed", Value::Null),
+            };
+            json!({ "workspace": c.workspace, "path": c.path, "seq": c.seq, "reason": reason, "changed_by": by })
+        })
+        .collect();
+    Value::Array(list)
+}

@@ -1,0 +1,261 @@
+//! The human-readable output of each command. What a person reads is checked
+//! as snapshots in `tests/cli.rs`.
+
+use turnback_store::{
+    DiffBody, Entry, FileDiff, FileRevert, FileStatus, PruneReport, RevertAction, RevertReport,
+    SessionSummary,
+};
+
+use crate::output::{Out, Role};
+
+pub(crate) fn time(t: time::OffsetDateTime) -> String {
+    let fmt =
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
+    t.format(&fmt).unwrap_or_default()
+}
+
+/// What an entry did to its file, in a word or two, and the sizes.
+pub(crate) fn change(e: &Entry) -> String {
+    match &e.after {
+        None => "checkpoint, not committed".into(),
+        Some(a) => match (e.before.exists, a.exists) {
+            (false, true) => format!("created, {} bytes", a.size),
+            (true, false) => format!("deleted, was {} bytes", e.before.size),
+            (true, true) => format!("changed, {} -> {} bytes", e.before.size, a.size),
+            (false, false) => "nothing (absent before and after)".into(),
+        },
+    }
+}
+
+pub(crate) fn entry_line(out: &Out, e: &Entry) -> String {
+    format!(
+        "#{:<4} {}  {}",
+        e.seq,
+        out.paint(Role::Path, &e.path),
+        change(e)
+    )
+}
+
+/// The session's entries grouped by message (consecutive runs), oldest first.
+pub(crate) fn log(out: &Out, session: &str, entries: &[Entry]) -> String {
+    let mut s = format!(
+        "{}\n",
+        out.paint(
+            Role::Header,
+            &format!(
+                "session {session}: {} {}",
+                entries.len(),
+                plural(entries.len(), "change")
+            )
+        )
+    );
+    let mut current: Option<&str> = None;
+    for e in entries {
+        if current != Some(e.message_id.as_str()) {
+            let name = if e.message_id.is_empty() {
+                "(no message id)"
+            } else {
+                &e.message_id
+            };
+            s.push_str(&format!(
+                "message {name}  {}\n",
+                out.paint(Role::Dim, &time(e.time))
+            ));
+            current = Some(&e.message_id);
+        }
+        s.push_str(&format!("  {}\n", entry_line(out, e)));
+    }
+    s
+}
+
+/// A revert's result, or with a preview, its plan and a diff per file.
+pub(crate) fn revert(
+    out: &Out,
+    what: &str,
+    r: &RevertReport,
+    diffs: &[Option<FileDiff>],
+) -> String {
+    let n = r.files.len();
+    let mut s = if r.applied {
+        format!(
+            "{what} in session {}: {n} {}\n",
+            r.session,
+            plural(n, "file")
+        )
+    } else {
+        format!(
+            "{what} in session {} would change {n} {} (dry run, nothing touched):\n",
+            r.session,
+            plural(n, "file")
+        )
+    };
+    for (i, f) in r.files.iter().enumerate() {
+        s.push_str(&format!("  {}\n", file_revert(out, f, r.applied)));
+        if let Some(Some(d)) = diffs.get(i) {
+            s.push_str(&indent(&diff_body(out, d), "    "));
+        }
+    }
+    s
+}
+
+fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
+    let path = out.paint(Role::Path, &f.path);
+    let verb = |done: &str, todo: &str| {
+        if applied {
+            done.to_string()
+        } else {
+            todo.to_string()
+        }
+    };
+    let action = match (&f.status, &f.action) {
+        (FileStatus::AlreadyReverted, _) => "already as it was before: nothing to do".to_string(),
+        (_, RevertAction::Write { size }) => {
+            format!("{} ({size} bytes)", verb("restored", "restore"))
+        }
+        (_, RevertAction::Delete) => verb("deleted", "delete"),
+    };
+    let status = match &f.status {
+        FileStatus::Safe | FileStatus::AlreadyReverted => String::new(),
+        FileStatus::ChangedSince { by } => {
+            let who = by
+                .as_ref()
+                .map(|b| format!(" by session {}, message {}", b.session, b.message_id))
+                .unwrap_or_default();
+            let note = if applied {
+                format!("  [overwrote changes made since{who}]")
+            } else {
+                format!("  [changed since{who}]")
+            };
+            out.paint(Role::Warn, &note)
+        }
+        FileStatus::NeverCommitted => out.paint(Role::Warn, "  [change never committed]"),
+    };
+    format!("{path}: {action}{status}")
+}
+
+/// One file's diff body: the unified diff, or what kind of file it is.
+pub(crate) fn diff_body(out: &Out, d: &FileDiff) -> String {
+    match &d.body {
+        DiffBody::Same => "(no difference)\n".into(),
+        DiffBody::Text { unified, .. } => out.diff(unified),
+        DiffBody::Binary => format!("binary file: {} -> {} bytes\n", d.old.size, d.new.size),
+        DiffBody::TooBig => format!(
+            "too big to compare: {} -> {} bytes\n",
+            d.old.size, d.new.size
+        ),
+    }
+}
+
+/// `turnback diff`: each file with a summary line, then (without `--stat`) its diff.
+pub(crate) fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
+    let mut s = String::new();
+    let (mut ins, mut del) = (0, 0);
+    for d in files {
+        let kind = if d.is_created() {
+            "new file, "
+        } else if d.is_deleted() {
+            "deleted, "
+        } else {
+            ""
+        };
+        let summary = match &d.body {
+            DiffBody::Text {
+                insertions,
+                deletions,
+                ..
+            } => {
+                ins += insertions;
+                del += deletions;
+                format!(
+                    "{kind}{} {}",
+                    out.paint(Role::Added, &format!("+{insertions}")),
+                    out.paint(Role::Removed, &format!("-{deletions}"))
+                )
+            }
+            DiffBody::Binary => format!("{kind}binary, {} -> {} bytes", d.old.size, d.new.size),
+            DiffBody::TooBig => format!(
+                "{kind}too big to compare, {} -> {} bytes",
+                d.old.size, d.new.size
+            ),
+            DiffBody::Same => "no difference".into(),
+        };
+        s.push_str(&format!("{}: {summary}\n", out.paint(Role::Path, &d.path)));
+        if !stat && matches!(d.body, DiffBody::Text { .. }) {
+            s.push_str(&diff_body(out, d));
+        }
+    }
+    s.push_str(&format!(
+        "{} {} changed, {ins} {}(+), {del} {}(-)\n",
+        files.len(),
+        plural(files.len(), "file"),
+        plural(ins, "insertion"),
+        plural(del, "deletion")
+    ));
+    s
+}
+
+pub(crate) fn sessions(out: &Out, list: &[SessionSummary]) -> String {
+    if list.is_empty() {
+        return "no sessions in this store\n".into();
+    }
+    let mut s = out.paint(
+        Role::Header,
+        &format!(
+            "{:<28} {:<23} {:>7} {:>10}  WORKSPACE",
+            "SESSION", "LAST CHANGE", "ENTRIES", "BYTES"
+        ),
+    );
+    s.push('\n');
+    for x in list {
+        let last = x.last_change.map(time).unwrap_or_else(|| "-".into());
+        let ws: Vec<String> = x
+            .workspaces
+            .iter()
+            .map(|w| w.display().to_string())
+            .collect();
+        let ws = match &x.problem {
+            Some(p) => out.paint(Role::Warn, &format!("unreadable: {p}")),
+            None => ws.join(", "),
+        };
+        s.push_str(&format!(
+            "{:<28} {:<23} {:>7} {:>10}  {ws}\n",
+            x.id, last, x.entries, x.bytes
+        ));
+    }
+    s
+}
+
+pub(crate) fn prune(r: &PruneReport) -> String {
+    let verb = if r.applied { "removed" } else { "would remove" };
+    let mut s = String::new();
+    for p in &r.removed {
+        s.push_str(&format!(
+            "{verb} session {} (last change {}, {} bytes)\n",
+            p.id,
+            time(p.last_change),
+            p.bytes
+        ));
+    }
+    s.push_str(&format!(
+        "{verb} {} {}, kept {}; {verb} {} unused {} ({} bytes)\n",
+        r.removed.len(),
+        plural(r.removed.len(), "session"),
+        r.kept,
+        r.blobs_removed,
+        plural(r.blobs_removed, "backup"),
+        r.blob_bytes
+    ));
+    s
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_owned()
+    } else {
+        format!("{word}s")
+    }
+}
+
+fn indent(s: &str, by: &str) -> String {
+    s.lines().map(|l| format!("{by}{l}\n")).collect()
+}
