@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+const GLOBAL: &str = "Global options";
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  done
@@ -19,20 +21,20 @@ Exit codes:
 #[derive(Debug, Parser)]
 #[command(name = "turnback", version, about, long_about, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
-    /// The store home [default: $TURNBACK_HOME, else ~/.local/state/turnback]
-    #[arg(long, global = true, env = "TURNBACK_HOME", value_name = "DIR")]
+    /// The store home [default: ~/.local/state/turnback]
+    #[arg(long, global = true, env = "TURNBACK_HOME", value_name = "DIR", help_heading = GLOBAL)]
     pub home: Option<PathBuf>,
-    /// The session to use [default for people's commands: the newest session with changes here]
-    #[arg(long, global = true, env = "TURNBACK_SESSION", value_name = "ID")]
+    /// The session [default for undo, rewind, log, diff: the newest one with changes here; for revert: the one that changed the file last]
+    #[arg(long, global = true, env = "TURNBACK_SESSION", value_name = "ID", help_heading = GLOBAL)]
     pub session: Option<String>,
     /// The workspace root [default: the current directory]
-    #[arg(long, global = true, env = "TURNBACK_WORKSPACE", value_name = "DIR")]
+    #[arg(long, global = true, env = "TURNBACK_WORKSPACE", value_name = "DIR", help_heading = GLOBAL)]
     pub workspace: Option<PathBuf>,
-    /// Print JSON (the API for agents in other languages; see docs/JSON.md)
-    #[arg(long, global = true)]
+    /// Print JSON: the API for agents in other languages (docs/JSON.md)
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
     /// When to colour the output (NO_COLOR turns `auto` off)
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = GLOBAL)]
     pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
@@ -153,8 +155,10 @@ pub(crate) struct RevertFlags {
     pub dry_run: bool,
 }
 
-pub(crate) fn parse() -> Cli {
-    Cli::parse()
+/// Parses the command line; a usage error is returned, not printed, so that
+/// `--json` can report it as JSON too.
+pub(crate) fn parse() -> Result<Cli, clap::Error> {
+    Cli::try_parse()
 }
 
 /// The clap command, for completions and the manual page.

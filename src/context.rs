@@ -12,6 +12,8 @@ pub(crate) struct Context {
     pub cwd: PathBuf,
     workspace: Option<PathBuf>,
     session: Option<String>,
+    /// With `--json`, stderr carries only an error object: no notes.
+    quiet: bool,
 }
 
 impl Context {
@@ -27,7 +29,15 @@ impl Context {
             cwd,
             workspace: cli.workspace.clone(),
             session: cli.session.clone(),
+            quiet: cli.json,
         })
+    }
+
+    /// Tells the person something on stderr (not with `--json`).
+    fn note(&self, text: &str) {
+        if !self.quiet {
+            eprintln!("{text}");
+        }
     }
 
     /// The workspace: `--workspace`, else the current directory.
@@ -91,17 +101,18 @@ impl Context {
             .rfind(|s| s.workspaces.iter().any(|w| ws.root().starts_with(w)));
         match newest {
             Some(s) => {
-                eprintln!(
+                self.note(&format!(
                     "using session {} (the newest with changes in {})",
                     s.id,
                     ws.root().display()
-                );
+                ));
                 Ok(self.store.open_session(&s.id)?)
             }
             None => Err(CliError::new(
                 format!("no session has changes in {}", ws.root().display()),
                 Some("pass --session ID; `turnback sessions` lists them".into()),
-            )),
+            )
+            .kind("no-session")),
         }
     }
 
@@ -118,13 +129,17 @@ impl Context {
         match self.store.latest_session_for(ws, file)? {
             Some(id) => {
                 let shown = file.strip_prefix(&self.cwd).unwrap_or(file);
-                eprintln!("using session {id} (it changed {} last)", shown.display());
+                self.note(&format!(
+                    "using session {id} (it changed {} last)",
+                    shown.display()
+                ));
                 Ok(self.store.open_session(&id)?)
             }
             None => Err(CliError::new(
                 format!("no session has a change to {}", file.display()),
                 Some("pass --session ID; `turnback sessions` lists them".into()),
-            )),
+            )
+            .kind("no-change-to-file")),
         }
     }
 }

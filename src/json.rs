@@ -157,6 +157,7 @@ pub(crate) fn error_kind(e: &Error) -> &'static str {
         Error::Io { .. } => "io",
         Error::OutsideWorkspace { .. } => "outside-workspace",
         Error::NotRegularFile { .. } => "not-regular-file",
+        Error::FileNotFound { .. } => "file-not-found",
         Error::NonUtf8Path { .. } => "non-utf8-path",
         Error::UnsafePath { .. } => "unsafe-path",
         Error::WorkspaceMoved { .. } => "workspace-moved",

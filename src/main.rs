@@ -9,5 +9,8 @@ mod output;
 mod text;
 
 fn main() -> std::process::ExitCode {
-    commands::run(cli::parse())
+    match cli::parse() {
+        Ok(cli) => commands::run(cli),
+        Err(e) => commands::usage_error(e),
+    }
 }

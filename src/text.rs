@@ -117,9 +117,10 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
     let status = match &f.status {
         FileStatus::Safe | FileStatus::AlreadyReverted => String::new(),
         FileStatus::ChangedSince { by } => {
+            // Worded as the refusal's error message words it.
             let who = by
                 .as_ref()
-                .map(|b| format!(" by session {}, message {}", b.session, b.message_id))
+                .map(|b| format!(" (by session {:?}, message {:?})", b.session, b.message_id))
                 .unwrap_or_default();
             let note = if applied {
                 format!("  [overwrote changes made since{who}]")
@@ -226,7 +227,11 @@ pub(crate) fn sessions(out: &Out, list: &[SessionSummary]) -> String {
 }
 
 pub(crate) fn prune(r: &PruneReport) -> String {
-    let verb = if r.applied { "removed" } else { "would remove" };
+    let (verb, keep) = if r.applied {
+        ("removed", "kept")
+    } else {
+        ("would remove", "would keep")
+    };
     let mut s = String::new();
     for p in &r.removed {
         s.push_str(&format!(
@@ -237,7 +242,7 @@ pub(crate) fn prune(r: &PruneReport) -> String {
         ));
     }
     s.push_str(&format!(
-        "{verb} {} {}, kept {}; {verb} {} unused {} ({} bytes)\n",
+        "{verb} {} {}, {keep} {}; {verb} {} unused {} ({} bytes)\n",
         r.removed.len(),
         plural(r.removed.len(), "session"),
         r.kept,

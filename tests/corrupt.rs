@@ -501,8 +501,13 @@ fn a_bad_session_id_is_refused_and_creates_nothing() {
         }
         assert!(turnback_store::validate_session_id(id).is_err(), "{id:?}");
     }
-    // Control: a good id is accepted right beside them.
-    store.session("ok.id_1-2").unwrap();
+    // Control: a good id is accepted right beside them, and its session is
+    // on disk from its first change (not before: a failed call leaves nothing).
+    let s = store.session("ok.id_1-2").unwrap();
+    assert!(!store.home().join("sessions/ok.id_1-2").exists());
+    let wsdir = tempfile::tempdir().unwrap();
+    let ws = turnback_store::Workspace::open(wsdir.path()).unwrap();
+    s.write(&ws, "f", &b"x"[..], "m").unwrap();
     assert!(store.home().join("sessions/ok.id_1-2").is_dir());
 }
 

@@ -40,16 +40,13 @@ pub(crate) fn commit(ctx: &Context, out: &Out, id: u64) -> Result<(), CliError> 
 
 pub(crate) fn rollback(ctx: &Context, out: &Out, id: u64) -> Result<(), CliError> {
     let session = ctx.agent_session()?;
-    let path = session
-        .entries()?
-        .into_iter()
-        .find(|e| e.seq == id)
-        .map(|e| e.path);
+    let entry = session.entries()?.into_iter().find(|e| e.seq == id);
     session.rollback(id)?;
     if out.json {
+        let path = entry.as_ref().map(|e| e.path.clone());
         out.json(&serde_json::json!({ "session": session.id(), "rolled_back": id, "path": path }));
-    } else {
-        out.line(&format!("rolled back #{id} {}", path.unwrap_or_default()));
+    } else if let Some(e) = entry {
+        out.line(&format!("rolled back {}", text::entry_line(out, &e)));
     }
     Ok(())
 }

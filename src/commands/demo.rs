@@ -9,7 +9,7 @@ use std::process::Command;
 
 use turnback_store::{Error, RevertOptions, Session, Store, Workspace};
 
-use crate::commands::CliError;
+use crate::commands::{CliError, error_text};
 use crate::output::{Out, Role};
 use crate::text;
 
@@ -51,8 +51,9 @@ fn script(out: &Out, scratch: &Path) -> Result<(), CliError> {
     let session = store.session("demo-agent")?;
     let ws = Workspace::open(&dir)?;
     out.line(&format!(
-        "A scratch workspace with src/lib.rs and NOTES.md; the store beside it (both go at the end):\n   {}",
-        dir.display()
+        "A scratch workspace with src/lib.rs and NOTES.md, and a store for it (both are deleted at the end):\n   workspace: {}\n   store:     {}",
+        dir.display(),
+        home.display()
     ));
 
     step(
@@ -88,10 +89,15 @@ fn script(out: &Out, scratch: &Path) -> Result<(), CliError> {
         "pub fn helper() -> u32 {\n    7 // by hand\n}\n",
     )?;
     match session.rewind("msg-1", RevertOptions::default()) {
-        Err(e @ Error::Refused { .. }) => indented(
-            out,
-            &format!("$ turnback rewind msg-1\nerror: {e}\n(exit code 3)"),
-        ),
+        Err(e @ Error::Refused { .. }) => {
+            let e = CliError::from(e);
+            let shown = format!(
+                "$ turnback rewind msg-1\n{}(exit code {})",
+                error_text(&e),
+                e.code
+            );
+            indented(out, &shown)
+        }
         other => return Err(unexpected("a refusal", &format!("{other:?}"))),
     }
 

@@ -31,7 +31,7 @@ pub(crate) const EXIT_REFUSED: u8 = 3;
 pub(crate) struct CliError {
     message: String,
     hint: Option<String>,
-    code: u8,
+    pub(crate) code: u8,
     kind: &'static str,
     /// The files that refused a revert, as JSON (boxed: errors stay small).
     conflicts: Box<serde_json::Value>,
@@ -46,6 +46,11 @@ impl CliError {
             kind: "error",
             conflicts: Box::new(serde_json::Value::Null),
         }
+    }
+
+    /// Names the kind of error in the JSON object.
+    pub(crate) fn kind(self, kind: &'static str) -> Self {
+        CliError { kind, ..self }
     }
 
     pub(crate) fn usage(message: impl Into<String>, hint: &str) -> Self {
@@ -97,6 +102,19 @@ fn hint(e: &Error) -> Option<String> {
             "pass --workspace DIR to protect files under another root"
         }
         Error::NotRegularFile { .. } => "turnback protects regular files only",
+        Error::FileNotFound { .. } => "check the path; nothing was changed",
+        Error::Io { source, path, .. } => {
+            return Some(match source.kind() {
+                std::io::ErrorKind::NotFound => format!("check that {} exists", path.display()),
+                std::io::ErrorKind::PermissionDenied => {
+                    format!("check the permissions of {}", path.display())
+                }
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+                    "free some space and try again; nothing was lost".into()
+                }
+                _ => "nothing was lost; try again once the cause is fixed".into(),
+            });
+        }
         Error::WorkspaceMoved { .. } | Error::UnsafePath { .. } => {
             "put the directory back as it was and try again; nothing was written"
         }
@@ -113,6 +131,29 @@ fn hint(e: &Error) -> Option<String> {
         _ => return None,
     };
     Some(h.to_owned())
+}
+
+/// A command line clap could not parse (or `--help`, `--version`): clap's own
+/// text, or with `--json` anywhere in the arguments the JSON error object.
+pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let informational = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    let wants_json = std::env::args_os().any(|a| a == "--json");
+    if informational || !wants_json {
+        let _ = e.print();
+        return ExitCode::from(e.exit_code() as u8);
+    }
+    let rendered = e.render().to_string();
+    let first = rendered.lines().next().unwrap_or_default();
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    report(
+        &CliError::usage(
+            message,
+            "`turnback --help` lists the commands and their flags",
+        ),
+        true,
+    );
+    ExitCode::from(EXIT_USAGE)
 }
 
 pub(crate) fn run(cli: Cli) -> ExitCode {
@@ -139,9 +180,14 @@ fn report(e: &CliError, json: bool) {
         let _ = writeln!(err, "{v}");
         return;
     }
-    let _ = writeln!(err, "error: {}", e.message);
-    if let Some(hint) = &e.hint {
-        let _ = writeln!(err, "hint: {hint}");
+    let _ = write!(err, "{}", error_text(e));
+}
+
+/// An error as a person reads it: one line, and a hint line where there is one.
+pub(crate) fn error_text(e: &CliError) -> String {
+    match &e.hint {
+        Some(hint) => format!("error: {}\nhint: {hint}\n", e.message),
+        None => format!("error: {}\n", e.message),
     }
 }
 

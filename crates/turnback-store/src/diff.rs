@@ -144,7 +144,13 @@ impl Session {
                 self.read_side(ws, rel, old, old_side)?,
                 self.read_side(ws, rel, new, new_side)?,
             ) {
-                (Some(a), Some(b)) => text_diff(rel, &a, &b).unwrap_or(DiffBody::Binary),
+                (Some(a), Some(b)) => {
+                    let names = (
+                        old.exists.then(|| format!("a/{rel}")),
+                        new.exists.then(|| format!("b/{rel}")),
+                    );
+                    text_diff(names, &a, &b).unwrap_or(DiffBody::Binary)
+                }
                 // Grew past the limit since it was hashed.
                 _ => DiffBody::TooBig,
             }
@@ -200,8 +206,9 @@ enum Side {
     Workspace,
 }
 
-/// A line diff of two texts; `None` when either is binary.
-fn text_diff(path: &str, old: &[u8], new: &[u8]) -> Option<DiffBody> {
+/// A line diff of two texts; `None` when either is binary. A side named `None`
+/// is absent and shows as `/dev/null`, as git and patch expect.
+fn text_diff(names: (Option<String>, Option<String>), old: &[u8], new: &[u8]) -> Option<DiffBody> {
     let old = as_text(old)?;
     let new = as_text(new)?;
     let diff = TextDiff::configure()
@@ -218,7 +225,10 @@ fn text_diff(path: &str, old: &[u8], new: &[u8]) -> Option<DiffBody> {
     let unified = diff
         .unified_diff()
         .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .header(
+            names.0.as_deref().unwrap_or("/dev/null"),
+            names.1.as_deref().unwrap_or("/dev/null"),
+        )
         .to_string();
     Some(DiffBody::Text {
         insertions,
@@ -244,7 +254,11 @@ mod tests {
             insertions,
             deletions,
             unified,
-        }) = text_diff("a.txt", b"one\ntwo\nthree\n", b"one\n2\nthree\nfour\n")
+        }) = text_diff(
+            (Some("a/a.txt".into()), Some("b/a.txt".into())),
+            b"one\ntwo\nthree\n",
+            b"one\n2\nthree\nfour\n",
+        )
         else {
             panic!("text expected")
         };
@@ -260,8 +274,8 @@ mod tests {
 
     #[test]
     fn nul_or_invalid_utf8_is_binary() {
-        assert_eq!(text_diff("b", b"a\0b", b"text"), None);
-        assert_eq!(text_diff("b", b"text", b"\xff\xfe"), None);
+        assert_eq!(text_diff((None, None), b"a\0b", b"text"), None);
+        assert_eq!(text_diff((None, None), b"text", b"\xff\xfe"), None);
     }
 
     #[test]
@@ -309,6 +323,13 @@ mod tests {
             ]
         );
         assert!(diffs[3].is_deleted() && diffs[4].is_created());
+        let DiffBody::Text { unified, .. } = &diffs[4].body else {
+            panic!("text expected")
+        };
+        assert!(
+            unified.starts_with("--- /dev/null\n+++ b/new.txt\n"),
+            "{unified}"
+        );
         let only = s.diff(Some((&ws, Path::new("new.txt")))).unwrap();
         assert_eq!(only.len(), 1);
     }

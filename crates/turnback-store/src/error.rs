@@ -99,6 +99,13 @@ pub enum Error {
         via_link: Option<PathBuf>,
     },
 
+    /// There is no file to remove at that path.
+    #[error("{} does not exist; there is nothing to remove", path.display())]
+    FileNotFound {
+        /// The path concerned.
+        path: PathBuf,
+    },
+
     /// The path names something other than a regular file.
     #[error("{}: not a regular file (it is a {kind}); turnback only backs up regular files", path.display())]
     NotRegularFile {

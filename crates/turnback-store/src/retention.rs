@@ -247,9 +247,11 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let store = Store::new(home.path());
         let a = store.session("damaged").unwrap();
+        std::fs::create_dir_all(a.dir()).unwrap();
         std::fs::write(a.dir().join("index.json"), b"{").unwrap();
         age(a.dir(), 400);
         let b = store.session("busy").unwrap();
+        std::fs::create_dir_all(b.dir()).unwrap();
         std::fs::write(
             b.dir().join("index.json"),
             br#"{"format":1,"session":"busy","next_seq":1,"entries":[]}"#,

@@ -214,11 +214,7 @@ impl Session {
         let display = workspace.root().join(&rel);
         let parent = match workspace.parent_of(&rel, false)? {
             Some(p) if before.exists => p,
-            _ => {
-                return Err(Error::io("delete", display)(std::io::Error::from(
-                    std::io::ErrorKind::NotFound,
-                )));
-            }
+            _ => return Err(Error::FileNotFound { path: display }),
         };
         let in_flight = InFlight { temp: None };
         let entry = self.record(
@@ -272,6 +268,7 @@ impl Session {
 
     /// Streams the file into a blob, or records its absence.
     fn back_up(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
+        self.ensure_dir()?;
         match workspace.open_regular(rel)? {
             None => Ok(FileState::absent()),
             Some(mut f) => {
@@ -319,8 +316,24 @@ impl Session {
 
     /// The index as on disk now, read under a shared lock.
     pub(crate) fn read_index(&self) -> Result<Index> {
+        if !self.dir.is_dir() {
+            return Ok(Index::empty(&self.id));
+        }
         let _g = self.lock_session(Mode::Shared)?;
         Index::load(&self.dir, &self.id)
+    }
+
+    /// Creates the session's directory with its first change, durably.
+    fn ensure_dir(&self) -> Result<()> {
+        if self.dir.is_dir() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.dir)
+            .map_err(Error::io("create session directory", &self.dir))?;
+        let sessions = self.store.sessions_dir();
+        crate::sys::fsync_dir_path(&sessions).map_err(Error::io("sync directory", &sessions))?;
+        crate::sys::fsync_dir_path(self.store.home())
+            .map_err(Error::io("sync directory", self.store.home()))
     }
 
     /// Read-modify-write of the index under the exclusive lock. In-flight entries
@@ -342,6 +355,7 @@ impl Session {
         held: Option<&BTreeSet<PathBuf>>,
         f: impl FnOnce(&mut Index) -> Result<T>,
     ) -> Result<T> {
+        self.ensure_dir()?;
         let _g = self.lock_session(Mode::Exclusive)?;
         let mut idx = Index::load(&self.dir, &self.id)?;
         let original = idx.clone();

@@ -99,15 +99,11 @@ impl Store {
         self.home.join("sessions")
     }
 
-    /// Opens the session `id`, creating it if it does not exist.
+    /// Opens the session `id`, new or existing. A new session is created on disk
+    /// with its first change, so a call that fails leaves no empty session.
     pub fn session(&self, id: &str) -> Result<Session> {
         session_id::validate(id)?;
         let dir = self.sessions_dir().join(id);
-        if !dir.is_dir() {
-            std::fs::create_dir_all(&dir).map_err(Error::io("create session directory", &dir))?;
-            crate::sys::fsync_dir_path(&self.sessions_dir())
-                .map_err(Error::io("sync directory", self.sessions_dir()))?;
-        }
         Session::open(self.clone(), id.to_owned(), dir)
     }
 
