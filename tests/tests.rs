@@ -14,3 +14,9 @@ mod corrupt;
 mod roundtrip;
 // The safety check, the checkpoint bracket, dry runs and listings.
 mod behaviour;
+// The command line as a person sees it: human output of each command, as snapshots.
+mod cli;
+// The command line as an agent in another language sees it: --json, field by field.
+mod cli_json;
+// Every refusal and error of the command-line contract: exit code, message, nothing changed.
+mod cli_errors;
