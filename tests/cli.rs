@@ -584,14 +584,23 @@ fn prune_dry_run() {
     set_mtime(&old.dir().join("index.json"), long_ago);
     // Twenty recent sessions, so that the old one is not among the 20 newest; one
     // holds a backup nothing names any more, older than the grace period.
+    // (A session is on disk from its first change; these have none, so their
+    // directories are made by hand.)
     for i in 1..=20 {
-        store.session(&format!("recent-{i:02}")).unwrap();
+        let dir = store.home().join(format!("sessions/recent-{i:02}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("lock"), b"").unwrap();
+    }
+    // A write whose new contents never arrived: its backup of NOTES.md is named
+    // by no entry.
+    struct Broken;
+    impl std::io::Read for Broken {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("the agent's pipe closed"))
+        }
     }
     let recent = store.session("recent-01").unwrap();
-    recent
-        .write(&ws, "NOTES.md", &b"- buy bread\n"[..], "m1")
-        .unwrap();
-    recent.undo(util::plain()).unwrap();
+    assert!(recent.write(&ws, "NOTES.md", Broken, "m1").is_err());
     for blob in std::fs::read_dir(recent.dir().join("blobs")).unwrap() {
         set_mtime(&blob.unwrap().path(), long_ago);
     }

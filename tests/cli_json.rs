@@ -878,11 +878,17 @@ fn prune_dry_run_reports_what_it_would_delete_and_deletes_nothing() {
         &store.open_session("s00").unwrap().dir().join("index.json"),
         old,
     );
-    // s20 keeps a backup no entry names any more, two hours old.
+    // s20 keeps a backup nothing names (a write whose contents never arrived),
+    // two hours old.
+    struct Broken;
+    impl std::io::Read for Broken {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("the agent's pipe closed"))
+        }
+    }
     let s20 = store.session("s20").unwrap();
     fs::write(env.path("g"), b"gold").unwrap();
-    s20.write(&ws, "g", &b"lead"[..], "m").unwrap();
-    s20.undo(crate::util::forced()).unwrap();
+    assert!(s20.write(&ws, "g", Broken, "m").is_err());
     let blob = s20.dir().join("blobs").join(sha256_hex(b"gold"));
     assert!(blob.is_file());
     set_mtime(&blob, SystemTime::now() - Duration::from_secs(7200));

@@ -250,8 +250,8 @@ fn a_newer_format_stops_everything_and_is_left_alone() {
     let (env, s, ws) = with_changes("newer");
     let good = read(index_path(&s));
     let newer = edit_index(&good, |v| {
-        assert_eq!(v["format"], 1);
-        v["format"] = 2.into();
+        assert_eq!(v["format"], turnback_store::FORMAT_VERSION);
+        v["format"] = (turnback_store::FORMAT_VERSION + 1).into();
         v["something_new"] = "from the future".into();
     });
     fs::write(index_path(&s), &newer).unwrap();
@@ -264,7 +264,8 @@ fn a_newer_format_stops_everything_and_is_left_alone() {
         } => {
             assert_eq!(session, s.id(), "{what}");
             assert_eq!(path, &index_path(&s), "{what}");
-            assert_eq!((*found, *supported), (2, 1), "{what}");
+            let v = turnback_store::FORMAT_VERSION;
+            assert_eq!((*found, *supported), (v + 1, v), "{what}");
         }
         other => panic!("{what}: expected NewerFormat, got {other:?}"),
     });

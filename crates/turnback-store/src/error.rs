@@ -192,6 +192,22 @@ pub enum Error {
         session: String,
     },
 
+    /// No undo, revert or rewind of the session is left to redo.
+    #[error("session {session:?} has nothing to redo")]
+    NothingToRedo {
+        /// The session id.
+        session: String,
+    },
+
+    /// No turn with this number was begun in the session.
+    #[error("session {session:?} has no turn {turn}")]
+    TurnNotFound {
+        /// The session id.
+        session: String,
+        /// The turn number asked for.
+        turn: u32,
+    },
+
     /// The session never changed this file (or every change was undone).
     #[error("session {session:?} has no change to {} to revert", path.display())]
     NoChangeToFile {
@@ -248,6 +264,24 @@ pub enum Error {
         session: String,
         /// The entry's sequence number.
         seq: u64,
+    },
+
+    /// The stale-read guard: the agent never read this existing file.
+    #[error("session {session:?} never read {}; read it before overwriting it", path.display())]
+    NotRead {
+        /// The session id.
+        session: String,
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// The stale-read guard: the file changed since the agent read it.
+    #[error("{} changed since session {session:?} read it; read it again before overwriting it", path.display())]
+    ChangedSinceRead {
+        /// The session id.
+        session: String,
+        /// The file.
+        path: PathBuf,
     },
 
     /// `commit` or `rollback` of an entry that was already committed.

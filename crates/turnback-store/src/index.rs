@@ -14,8 +14,10 @@ use crate::durable::{self, Durability};
 use crate::error::{Error, Result};
 use crate::hash::is_sha256_hex;
 
-/// The format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u64 = 1;
+/// The format version this build writes and the newest it reads. Format 1 had
+/// no turns, no revert history and no read marks; it is read as a format 2 index
+/// without them.
+pub const FORMAT_VERSION: u64 = 2;
 
 /// The file name of a session's index.
 pub(crate) const INDEX_FILE: &str = "index.json";
@@ -110,6 +112,70 @@ pub struct Entry {
     /// Set while a write-through change may be half done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<InFlight>,
+    /// The user turn the change belongs to (0: before any turn began).
+    #[serde(default)]
+    pub turn: u32,
+    /// Entries of one step (a rename's two sides) share a group, named by the
+    /// first entry's `seq`; undo and revert take a group whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<u64>,
+}
+
+/// A user turn: what the agent was asked, when, and where in its conversation.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Turn {
+    /// 1, 2, ... in the order begun; never reused.
+    pub number: u32,
+    /// The prompt that opened the turn (a picker's label).
+    pub prompt: String,
+    /// When the turn began.
+    #[serde(with = "time::serde::rfc3339")]
+    pub time: OffsetDateTime,
+    /// Where the turn starts in the agent's conversation, so that a resumed
+    /// agent can rewind its conversation as well as its files.
+    pub conversation_index: Option<u64>,
+}
+
+/// An undo, revert or rewind, kept so that `redo` can put back what it took.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct RevertRecord {
+    /// Increasing within the session.
+    pub id: u64,
+    /// "undo", "revert", "rewind" or "rewind-turn".
+    pub kind: String,
+    /// When it was done.
+    #[serde(with = "time::serde::rfc3339")]
+    pub time: OffsetDateTime,
+    /// The entries it took away (redo puts them back).
+    pub entries: Vec<Entry>,
+    /// The turns it took away (a rewind to a turn).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<Turn>,
+    /// Each file it restored.
+    pub files: Vec<RevertedFile>,
+}
+
+/// One file an undo, revert or rewind restored.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct RevertedFile {
+    /// The workspace the file is in.
+    pub workspace: WorkspaceRoot,
+    /// The file's path relative to the root.
+    pub path: String,
+    /// The file as the revert found it (its contents are a blob), or `None` when
+    /// that is not known (the file was already restored, as after a crash).
+    pub overwritten: Option<FileState>,
+    /// What the revert restored it to.
+    pub restored: FileState,
+}
+
+/// A file an agent read in this session, as it was then (the stale-read guard).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ReadMark {
+    /// The file's absolute real path.
+    pub file: PathBuf,
+    /// Its contents when read (or last written through this session).
+    pub state: FileState,
 }
 
 impl Entry {
@@ -131,6 +197,20 @@ pub(crate) struct Index {
     pub(crate) session: String,
     pub(crate) next_seq: u64,
     pub(crate) entries: Vec<Entry>,
+    #[serde(default)]
+    pub(crate) turns: Vec<Turn>,
+    #[serde(default = "one")]
+    pub(crate) next_turn: u32,
+    #[serde(default)]
+    pub(crate) history: Vec<RevertRecord>,
+    #[serde(default = "one")]
+    pub(crate) next_record: u64,
+    #[serde(default)]
+    pub(crate) reads: Vec<ReadMark>,
+}
+
+fn one<T: From<u8>>() -> T {
+    T::from(1)
 }
 
 #[derive(Deserialize)]
@@ -145,7 +225,17 @@ impl Index {
             session: session.to_owned(),
             next_seq: 1,
             entries: Vec::new(),
+            turns: Vec::new(),
+            next_turn: 1,
+            history: Vec::new(),
+            next_record: 1,
+            reads: Vec::new(),
         }
+    }
+
+    /// The number of the turn under way (0 before any).
+    pub(crate) fn current_turn(&self) -> u32 {
+        self.turns.last().map_or(0, |t| t.number)
     }
 
     /// Reads the index of `session` in `dir`. A missing file is an empty session;
@@ -191,6 +281,9 @@ impl Index {
                 return Err(format!("entry {} is out of order", e.seq));
             }
             last = e.seq;
+        }
+        let recorded = self.history.iter().flat_map(|r| &r.entries);
+        for e in self.entries.iter().chain(recorded) {
             if e.seq >= self.next_seq {
                 return Err(format!(
                     "entry {} is not below next_seq {}",
@@ -217,6 +310,20 @@ impl Index {
                     e.seq
                 ));
             }
+        }
+        for r in &self.history {
+            for f in &r.files {
+                if !is_relative_path(&f.path) || !f.workspace.path.is_absolute() {
+                    return Err(format!("revert {} has an unsafe path {:?}", r.id, f.path));
+                }
+                for state in std::iter::once(&f.restored).chain(f.overwritten.as_ref()) {
+                    check_state(state).map_err(|why| format!("revert {}: {why}", r.id))?;
+                }
+            }
+        }
+        for m in &self.reads {
+            check_state(&m.state)
+                .map_err(|why| format!("read mark {}: {why}", m.file.display()))?;
         }
         Ok(())
     }
@@ -282,15 +389,16 @@ mod tests {
             after: Some(FileState::absent()),
             created_dirs: vec![],
             in_flight: None,
+            turn: 0,
+            group: None,
         }
     }
 
     fn index_with(entries: Vec<Entry>) -> Index {
         Index {
-            format: FORMAT_VERSION,
-            session: "s".into(),
             next_seq: entries.last().map_or(1, |e| e.seq + 1),
             entries,
+            ..Index::empty("s")
         }
     }
 

@@ -77,6 +77,7 @@ mod checkpoint;
 mod diff;
 mod durable;
 mod error;
+mod guard;
 mod hash;
 mod home;
 mod index;
@@ -87,6 +88,7 @@ mod session;
 mod session_id;
 mod store;
 mod sys;
+mod turns;
 mod workspace;
 
 #[doc(hidden)]
@@ -96,10 +98,14 @@ pub use checkpoint::Checkpoint;
 pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
 pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result};
 pub use home::{HOME_ENV, default_home};
-pub use index::{Entry, FORMAT_VERSION, FileState, InFlight, WorkspaceRoot};
+pub use index::{
+    Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RevertRecord, RevertedFile, Turn,
+    WorkspaceRoot,
+};
 pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
 pub use session::{Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
 pub use store::{Options, SessionSummary, Store};
+pub use turns::TurnSummary;
 pub use workspace::Workspace;

@@ -171,16 +171,21 @@ impl Store {
         let Ok(idx) = Index::load(&dir, id) else {
             return (0, 0);
         };
-        let referenced: HashSet<&str> = idx
+        // Entries in effect, and what the revert history keeps for redo.
+        let recorded = idx.history.iter().flat_map(|r| &r.entries);
+        let entry_states = idx
             .entries
             .iter()
-            .flat_map(|e| {
-                [
-                    e.before.sha256.as_deref(),
-                    e.after.as_ref().and_then(|a| a.sha256.as_deref()),
-                ]
-            })
-            .flatten()
+            .chain(recorded)
+            .flat_map(|e| std::iter::once(&e.before).chain(e.after.as_ref()));
+        let redo_states = idx
+            .history
+            .iter()
+            .flat_map(|r| &r.files)
+            .flat_map(|f| std::iter::once(&f.restored).chain(f.overwritten.as_ref()));
+        let referenced: HashSet<&str> = entry_states
+            .chain(redo_states)
+            .filter_map(|s| s.sha256.as_deref())
             .collect();
         let older_than = SystemTime::now() - retention.blob_grace;
         Blobs::new(dir.join("blobs")).collect_garbage(&referenced, older_than, dry_run)
@@ -279,7 +284,20 @@ mod tests {
         std::fs::write(wsdir.path().join("g"), "gold").unwrap();
         s.write(&ws, "f", &b"two"[..], "m").unwrap();
         s.write(&ws, "g", &b"lead"[..], "m").unwrap();
-        s.undo(crate::RevertOptions::default()).unwrap(); // the backup "gold" is no longer named
+        // Undone and redone: the undo kept "lead" for redo, and after the redo
+        // both "gold" and "lead" are named by the entry again.
+        s.undo(crate::RevertOptions::default()).unwrap();
+        s.redo(crate::RevertOptions::default()).unwrap();
+        // A write whose contents never arrive leaves its backup ("hat") named by
+        // nothing.
+        std::fs::write(wsdir.path().join("h"), "hat").unwrap();
+        struct Broken;
+        impl std::io::Read for Broken {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("closed"))
+            }
+        }
+        assert!(s.write(&ws, "h", Broken, "m").is_err());
         let blobs = s.dir().join("blobs");
         let old = SystemTime::now() - Duration::from_secs(7200);
         for e in std::fs::read_dir(&blobs).unwrap() {
@@ -289,7 +307,9 @@ mod tests {
                 .unwrap();
         }
         let r = store.prune(&Retention::default(), None, false).unwrap();
-        assert_eq!((r.blobs_removed, r.blob_bytes), (1, 4));
+        assert_eq!((r.blobs_removed, r.blob_bytes), (1, 3));
+        s.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(std::fs::read(wsdir.path().join("g")).unwrap(), b"gold");
         s.undo(crate::RevertOptions::default()).unwrap();
         assert_eq!(std::fs::read(wsdir.path().join("f")).unwrap(), b"one");
     }

@@ -17,7 +17,9 @@ use std::path::{Component, Path, PathBuf};
 use crate::durable::Durability;
 use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
 use crate::hash;
-use crate::index::{Entry, FileState, Index, WorkspaceRoot, is_relative_path};
+use crate::index::{
+    Entry, FileState, Index, RevertRecord, RevertedFile, WorkspaceRoot, is_relative_path,
+};
 use crate::lock::LockGuard;
 use crate::session::Session;
 use crate::store::Store;
@@ -99,34 +101,80 @@ impl FileStatus {
     }
 }
 
+/// Which entries a revert takes, read from the index under its lock.
 type Select<'a> = &'a dyn Fn(&Index) -> Result<Vec<u64>>;
+
+/// What kind of revert, as recorded for redo; `None` for a checkpoint's
+/// rollback, which is not recorded (its change never happened as far as the
+/// session is concerned).
+#[derive(Clone, Copy)]
+pub(crate) struct Kind {
+    pub(crate) name: Option<&'static str>,
+    /// A rewind to a turn also takes away that turn and the later ones.
+    pub(crate) turns_from: Option<u32>,
+}
+
+impl Kind {
+    const fn named(name: &'static str) -> Kind {
+        Kind {
+            name: Some(name),
+            turns_from: None,
+        }
+    }
+}
 
 /// A file's part of a revert.
 struct FilePlan {
     root: WorkspaceRoot,
     rel: String,
+    /// The entries reverted for this file, newest first.
     seqs: Vec<u64>,
+    /// What the file is restored to.
     target: FileState,
+    /// What the session left the file as (the newest entry's "after"); `None`
+    /// when that change was never committed.
+    expected: Option<FileState>,
     created_dirs: Vec<String>,
     temps: Vec<String>,
     status: FileStatus,
 }
 
+impl FilePlan {
+    fn file(&self) -> PathBuf {
+        self.root.path.join(&self.rel)
+    }
+}
+
+/// The newest entry's step: it, and the other entries of its group.
+fn with_group(idx: &Index, newest: &Entry) -> Vec<u64> {
+    match newest.group {
+        Some(g) => idx
+            .entries
+            .iter()
+            .filter(|e| e.group == Some(g))
+            .map(|e| e.seq)
+            .collect(),
+        None => vec![newest.seq],
+    }
+}
+
 impl Session {
-    /// Reverts the session's newest entry.
+    /// Reverts the session's newest step: its newest entry (with the other side
+    /// of a rename).
     pub fn undo(&self, opts: RevertOptions) -> Result<RevertReport> {
         let id = self.id().to_owned();
-        revert_entries(self, opts, &move |idx| {
+        revert_entries(self, opts, Kind::named("undo"), &move |idx| {
             idx.entries
                 .last()
-                .map(|e| vec![e.seq])
+                .map(|e| with_group(idx, e))
                 .ok_or_else(|| Error::NothingToUndo {
                     session: id.clone(),
                 })
         })
     }
 
-    /// Reverts the newest entry for `path` in `workspace`.
+    /// Reverts the newest entry for `path` in `workspace` (with the other side
+    /// of a rename).
     pub fn revert(
         &self,
         workspace: &Workspace,
@@ -136,12 +184,12 @@ impl Session {
         let path = path.as_ref();
         let candidates = candidate_files(workspace, path)?;
         let id = self.id().to_owned();
-        revert_entries(self, opts, &move |idx| {
+        revert_entries(self, opts, Kind::named("revert"), &move |idx| {
             idx.entries
                 .iter()
                 .rev()
                 .find(|e| candidates.contains(&e.absolute_path()))
-                .map(|e| vec![e.seq])
+                .map(|e| with_group(idx, e))
                 .ok_or_else(|| Error::NoChangeToFile {
                     session: id.clone(),
                     path: path.to_owned(),
@@ -153,7 +201,7 @@ impl Session {
     /// newest first: every file goes back to how it was before that message.
     pub fn rewind(&self, message_id: &str, opts: RevertOptions) -> Result<RevertReport> {
         let id = self.id().to_owned();
-        revert_entries(self, opts, &move |idx| {
+        revert_entries(self, opts, Kind::named("rewind"), &move |idx| {
             let first = idx
                 .entries
                 .iter()
@@ -162,14 +210,85 @@ impl Session {
                     session: id.clone(),
                     message_id: message_id.to_owned(),
                 })?;
-            Ok(idx
-                .entries
-                .iter()
-                .filter(|e| e.seq >= first.seq)
-                .map(|e| e.seq)
-                .collect())
+            Ok(from_seq(idx, first.seq))
         })
     }
+
+    /// Puts back what the newest undo, revert or rewind took away (files and
+    /// entries, and the turns of a rewind to a turn), with the same safety check:
+    /// a file changed since that revert refuses the redo unless forced.
+    pub fn redo(&self, opts: RevertOptions) -> Result<RevertReport> {
+        for _ in 0..8 {
+            let idx = self.read_index()?;
+            let record = idx.history.last().ok_or_else(|| Error::NothingToRedo {
+                session: self.id().to_owned(),
+            })?;
+            if opts.dry_run {
+                let mut plans = redo_plans(record);
+                classify(self, &mut plans)?;
+                return Ok(report(self, &plans, false));
+            }
+            let files: BTreeSet<PathBuf> = record
+                .files
+                .iter()
+                .map(|f| f.workspace.path.join(&f.path))
+                .collect();
+            let _guards = lock_files(self, &files)?;
+            let id = record.id;
+            let outcome = self.mutate_holding(Durability::Full, Some(&files), |idx| {
+                let Some(record) = idx.history.last().filter(|r| r.id == id).cloned() else {
+                    return Ok(Attempt::Retry);
+                };
+                let mut plans = redo_plans(&record);
+                classify(self, &mut plans)?;
+                if let Err(e) = refuse_conflicts(self, &plans, opts) {
+                    return Ok(Attempt::Done(Err(e)));
+                }
+                if let Err(e) = check_backups(self, &plans) {
+                    return Ok(Attempt::Done(Err(e)));
+                }
+                for p in &plans {
+                    if let Err(e) = restore(self, p, false) {
+                        // Nothing of the record is put back: the files restored so
+                        // far are at their redone state, which a second redo finds
+                        // "already" done.
+                        return Ok(Attempt::Done(Err(e)));
+                    }
+                }
+                idx.history.pop();
+                for e in record.entries {
+                    let at = idx.entries.partition_point(|x| x.seq < e.seq);
+                    idx.entries.insert(at, e);
+                }
+                let at = record.turns.first().map_or(idx.turns.len(), |t| {
+                    idx.turns.partition_point(|x| x.number < t.number)
+                });
+                idx.turns.splice(at..at, record.turns);
+                Ok(Attempt::Done(Ok(report(self, &plans, true))))
+            })?;
+            if let Attempt::Done(r) = outcome {
+                return r;
+            }
+        }
+        Err(Error::SessionBusy {
+            session: self.id().to_owned(),
+            waited: std::time::Duration::ZERO,
+        })
+    }
+
+    /// The undos, reverts and rewinds that `redo` can still put back, oldest first.
+    pub fn history(&self) -> Result<Vec<RevertRecord>> {
+        Ok(self.read_index()?.history)
+    }
+}
+
+/// Every entry from `first` on.
+pub(crate) fn from_seq(idx: &Index, first: u64) -> Vec<u64> {
+    idx.entries
+        .iter()
+        .filter(|e| e.seq >= first)
+        .map(|e| e.seq)
+        .collect()
 }
 
 /// The absolute paths an entry for `path` may be recorded under: as written (`.`
@@ -229,27 +348,21 @@ enum Attempt {
 pub(crate) fn revert_entries(
     session: &Session,
     opts: RevertOptions,
+    kind: Kind,
     select: Select,
 ) -> Result<RevertReport> {
     if opts.dry_run {
         let idx = session.read_index()?;
         let seqs = select(&idx)?;
-        let plans = plan(session, &idx, &seqs)?;
+        let mut plans = plan(&idx, &seqs);
+        classify(session, &mut plans)?;
         return Ok(report(session, &plans, false));
     }
     for _ in 0..8 {
         let idx = session.read_index()?;
         let files = files_of(&idx, &select(&idx)?);
-        let mut by_lock: Vec<_> = files
-            .iter()
-            .map(|file| (session.store().file_lock_path(file), file))
-            .collect();
-        by_lock.sort();
-        let _guards: Vec<LockGuard> = by_lock
-            .iter()
-            .map(|(_, file)| session.lock_file_at(file))
-            .collect::<Result<_>>()?;
-        match attempt(session, opts, select, Some(&files))? {
+        let _guards = lock_files(session, &files)?;
+        match attempt(session, opts, kind, select, Some(&files))? {
             Attempt::Done(r) => return r,
             Attempt::Retry => continue,
         }
@@ -260,6 +373,20 @@ pub(crate) fn revert_entries(
     })
 }
 
+/// Takes the locks of `files`, sorted by lock name so that no two callers can
+/// deadlock.
+pub(crate) fn lock_files(session: &Session, files: &BTreeSet<PathBuf>) -> Result<Vec<LockGuard>> {
+    let mut by_lock: Vec<_> = files
+        .iter()
+        .map(|file| (session.store().file_lock_path(file), file))
+        .collect();
+    by_lock.sort();
+    by_lock
+        .iter()
+        .map(|(_, file)| session.lock_file_at(file))
+        .collect()
+}
+
 /// A revert by a caller that already holds the locks of the files concerned
 /// (a checkpoint rolling back its own change).
 pub(crate) fn revert_locked(
@@ -267,7 +394,11 @@ pub(crate) fn revert_locked(
     opts: RevertOptions,
     select: Select,
 ) -> Result<RevertReport> {
-    match attempt(session, opts, select, None)? {
+    let rollback = Kind {
+        name: None,
+        turns_from: None,
+    };
+    match attempt(session, opts, rollback, select, None)? {
         Attempt::Done(r) => r,
         Attempt::Retry => unreachable!("without a lock set there is nothing to retry"),
     }
@@ -282,9 +413,33 @@ fn files_of(idx: &Index, seqs: &[u64]) -> BTreeSet<PathBuf> {
         .collect()
 }
 
+fn refuse_conflicts(session: &Session, plans: &[FilePlan], opts: RevertOptions) -> Result<()> {
+    let conflicts: Vec<Conflict> = plans
+        .iter()
+        .filter(|p| p.status.is_conflict())
+        .map(|p| Conflict {
+            workspace: p.root.path.clone(),
+            path: p.rel.clone(),
+            seq: p.seqs.first().copied().unwrap_or(0),
+            reason: match &p.status {
+                FileStatus::ChangedSince { by } => ConflictReason::ChangedSince { by: by.clone() },
+                _ => ConflictReason::NeverCommitted,
+            },
+        })
+        .collect();
+    if conflicts.is_empty() || opts.force {
+        return Ok(());
+    }
+    Err(Error::Refused {
+        session: session.id().to_owned(),
+        conflicts,
+    })
+}
+
 fn attempt(
     session: &Session,
     opts: RevertOptions,
+    kind: Kind,
     select: Select,
     locked: Option<&BTreeSet<PathBuf>>,
 ) -> Result<Attempt> {
@@ -295,51 +450,92 @@ fn attempt(
         {
             return Ok(Attempt::Retry);
         }
-        let plans = plan(session, idx, &seqs)?;
-        let conflicts: Vec<Conflict> = plans
-            .iter()
-            .filter(|p| p.status.is_conflict())
-            .map(|p| Conflict {
-                workspace: p.root.path.clone(),
-                path: p.rel.clone(),
-                seq: p.seqs[0],
-                reason: match &p.status {
-                    FileStatus::ChangedSince { by } => {
-                        ConflictReason::ChangedSince { by: by.clone() }
-                    }
-                    _ => ConflictReason::NeverCommitted,
-                },
-            })
-            .collect();
-        if !conflicts.is_empty() && !opts.force {
-            return Ok(Attempt::Done(Err(Error::Refused {
-                session: session.id().to_owned(),
-                conflicts,
-            })));
+        let mut plans = plan(idx, &seqs);
+        classify(session, &mut plans)?;
+        if let Err(e) = refuse_conflicts(session, &plans, opts) {
+            return Ok(Attempt::Done(Err(e)));
         }
         if let Err(e) = check_backups(session, &plans) {
             return Ok(Attempt::Done(Err(e)));
         }
         // Restore newest first; drop the entries of each file as it is done, so
         // that a failure part way leaves an index that matches the files.
+        let recorded = kind.name.is_some();
         let mut outcome = Ok(());
-        let mut restored = Vec::new();
+        let mut restored: Vec<(&FilePlan, Option<FileState>)> = Vec::new();
         for p in &plans {
-            if let Err(e) = restore(session, p) {
-                outcome = Err(e);
-                break;
+            match restore(session, p, recorded) {
+                Ok(overwritten) => restored.push((p, overwritten)),
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
             }
-            idx.entries.retain(|e| !p.seqs.contains(&e.seq));
-            restored.push(p);
         }
-        remove_created_dirs(&restored);
+        let taken: Vec<u64> = restored.iter().flat_map(|(p, _)| p.seqs.clone()).collect();
+        let entries: Vec<Entry> = idx
+            .entries
+            .iter()
+            .filter(|e| taken.contains(&e.seq))
+            .cloned()
+            .collect();
+        idx.entries.retain(|e| !taken.contains(&e.seq));
+        let mut turns = Vec::new();
+        if let (Some(n), true) = (kind.turns_from, outcome.is_ok()) {
+            turns = idx
+                .turns
+                .iter()
+                .filter(|t| t.number >= n)
+                .cloned()
+                .collect();
+            idx.turns.retain(|t| t.number < n);
+        }
+        if let Some(name) = kind.name
+            && (!entries.is_empty() || !turns.is_empty())
+        {
+            let files = restored
+                .iter()
+                .map(|(p, overwritten)| RevertedFile {
+                    workspace: p.root.clone(),
+                    path: p.rel.clone(),
+                    overwritten: overwritten
+                        .clone()
+                        .or_else(|| known_overwritten(session, p)),
+                    restored: p.target.clone(),
+                })
+                .collect();
+            idx.history.push(RevertRecord {
+                id: idx.next_record,
+                kind: name.to_owned(),
+                time: time::OffsetDateTime::now_utc(),
+                entries,
+                turns,
+                files,
+            });
+            idx.next_record += 1;
+        }
+        remove_created_dirs(&restored.iter().map(|(p, _)| *p).collect::<Vec<_>>());
         Ok(Attempt::Done(
             outcome.map(|()| report(session, &plans, true)),
         ))
     })
 }
 
-fn plan(session: &Session, idx: &Index, seqs: &[u64]) -> Result<Vec<FilePlan>> {
+/// For a file found already restored (as after a crash between restoring and
+/// recording), what it was before is the session's "after", if that is known
+/// and, for contents, still in the store.
+fn known_overwritten(session: &Session, p: &FilePlan) -> Option<FileState> {
+    let after = p.expected.as_ref()?;
+    match after.sha256.as_deref() {
+        None => Some(after.clone()),
+        Some(hash) if session.blobs().exists(hash) => Some(after.clone()),
+        Some(_) => None,
+    }
+}
+
+/// Groups the selected entries by file, newest first; each file goes back to
+/// the "before" of its oldest selected entry.
+fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
     let mut plans: Vec<FilePlan> = Vec::new();
     let mut selected: Vec<&Entry> = idx
         .entries
@@ -347,50 +543,78 @@ fn plan(session: &Session, idx: &Index, seqs: &[u64]) -> Result<Vec<FilePlan>> {
         .filter(|e| seqs.contains(&e.seq))
         .collect();
     selected.sort_by_key(|e| std::cmp::Reverse(e.seq));
-    let mut newest_after: Vec<Option<FileState>> = Vec::new();
     for e in selected {
         let temp = e.in_flight.as_ref().and_then(|f| f.temp.clone());
-        match plans
-            .iter_mut()
-            .position(|p| p.root.path.join(&p.rel) == e.absolute_path())
-        {
-            Some(i) => {
-                let p = &mut plans[i];
+        match plans.iter_mut().find(|p| p.file() == e.absolute_path()) {
+            Some(p) => {
                 p.seqs.push(e.seq);
                 p.target = e.before.clone();
                 p.created_dirs = e.created_dirs.clone();
                 p.temps.extend(temp);
             }
-            None => {
-                plans.push(FilePlan {
-                    root: e.workspace.clone(),
-                    rel: e.path.clone(),
-                    seqs: vec![e.seq],
-                    target: e.before.clone(),
-                    created_dirs: e.created_dirs.clone(),
-                    temps: temp.into_iter().collect(),
-                    status: FileStatus::Safe,
-                });
-                newest_after.push(e.after.clone());
-            }
+            None => plans.push(FilePlan {
+                root: e.workspace.clone(),
+                rel: e.path.clone(),
+                seqs: vec![e.seq],
+                target: e.before.clone(),
+                expected: e.after.clone(),
+                created_dirs: e.created_dirs.clone(),
+                temps: temp.into_iter().collect(),
+                status: FileStatus::Safe,
+            }),
         }
     }
-    for (p, after) in plans.iter_mut().zip(newest_after) {
+    plans
+}
+
+/// The files a redo puts back: each to what the revert found, expected to be
+/// as the revert left it.
+fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
+    record
+        .files
+        .iter()
+        .filter_map(|f| {
+            let file = f.workspace.path.join(&f.path);
+            let mut seqs: Vec<u64> = record
+                .entries
+                .iter()
+                .filter(|e| e.absolute_path() == file)
+                .map(|e| e.seq)
+                .collect();
+            seqs.sort_by_key(|s| std::cmp::Reverse(*s));
+            Some(FilePlan {
+                root: f.workspace.clone(),
+                rel: f.path.clone(),
+                seqs,
+                target: f.overwritten.clone()?,
+                expected: Some(f.restored.clone()),
+                created_dirs: Vec::new(),
+                temps: Vec::new(),
+                status: FileStatus::Safe,
+            })
+        })
+        .collect()
+}
+
+/// Compares each file as it is now with its target and with what the session
+/// left: every file is checked before any is touched.
+fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
+    for p in plans.iter_mut() {
         let ws = Workspace::reopen(&p.root)?;
         let now = ws.current_state(&p.rel)?;
         p.status = if now.same_contents(&p.target) {
             FileStatus::AlreadyReverted
         } else {
-            match after {
+            match &p.expected {
                 None => FileStatus::NeverCommitted,
-                Some(a) if now.same_contents(&a) => FileStatus::Safe,
+                Some(a) if now.same_contents(a) => FileStatus::Safe,
                 Some(_) => FileStatus::ChangedSince {
-                    by: find_changer(session.store(), &p.root.path.join(&p.rel), &now),
+                    by: find_changer(session.store(), &p.file(), &now),
                 },
             }
         };
     }
-    Ok(plans)
+    Ok(())
 }
 
 /// The newest entry in any session of the store whose "after" is the file as it
@@ -420,9 +644,19 @@ fn find_changer(store: &Store, file: &Path, now: &FileState) -> Option<ChangedBy
     })
 }
 
-fn restore(session: &Session, p: &FilePlan) -> Result<()> {
+/// Restores one file; with `keep_overwritten`, first backs up what it replaces
+/// (for redo) and returns its state.
+fn restore(session: &Session, p: &FilePlan, keep_overwritten: bool) -> Result<Option<FileState>> {
     let ws = Workspace::reopen(&p.root)?;
+    let mut overwritten = None;
     if p.status != FileStatus::AlreadyReverted {
+        // What is replaced is backed up only once the replacement is known good.
+        let mut keep = |ws: &Workspace| -> Result<()> {
+            if keep_overwritten {
+                overwritten = Some(session.back_up(ws, &p.rel)?);
+            }
+            Ok(())
+        };
         match p.target.sha256.as_deref() {
             Some(hash) => {
                 let parent = ws
@@ -446,9 +680,11 @@ fn restore(session: &Session, p: &FilePlan) -> Result<()> {
                     });
                 }
                 new.seal(p.target.mode)?;
+                keep(&ws)?;
                 new.replace_target()?;
             }
             None => {
+                keep(&ws)?;
                 if let Some(parent) = ws.parent_of(&p.rel, false)?
                     && parent.target_kind(ws.root())?.exists()
                 {
@@ -464,7 +700,7 @@ fn restore(session: &Session, p: &FilePlan) -> Result<()> {
             parent.remove_temp(t);
         }
     }
-    Ok(())
+    Ok(overwritten)
 }
 
 /// Every backup a revert will write must be there, and when the revert restores

@@ -46,6 +46,15 @@ pub struct Session {
     blobs: Blobs,
 }
 
+/// An entry about to be recorded.
+pub(crate) struct Draft {
+    pub(crate) rel: String,
+    pub(crate) before: FileState,
+    pub(crate) after: Option<FileState>,
+    pub(crate) created_dirs: Vec<String>,
+    pub(crate) in_flight: Option<InFlight>,
+}
+
 /// A file a session has entries for.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TrackedFile {
@@ -131,15 +140,14 @@ impl Session {
         let lock = self.lock_file(workspace, &rel)?;
         let before = self.back_up_checked(workspace, &rel)?;
         let created_dirs = workspace.missing_dirs(&rel);
-        let entry = self.record(
-            workspace,
-            &rel,
-            message_id,
+        let draft = Draft {
+            rel: rel.clone(),
             before,
-            None,
+            after: None,
             created_dirs,
-            None,
-        )?;
+            in_flight: None,
+        };
+        let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
         Ok(Checkpoint::new(self, workspace, rel, entry.seq, lock))
     }
 
@@ -169,15 +177,14 @@ impl Session {
             let in_flight = InFlight {
                 temp: Some(new.temp_name().to_owned()),
             };
-            let entry = self.record(
-                workspace,
-                &rel,
-                message_id,
+            let draft = Draft {
+                rel: rel.clone(),
                 before,
-                Some(after),
-                parent.created.clone(),
-                Some(in_flight),
-            )?;
+                after: Some(after),
+                created_dirs: parent.created.clone(),
+                in_flight: Some(in_flight),
+            };
+            let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
             Ok((new, entry))
         });
         let (new, entry) = match recorded {
@@ -193,7 +200,7 @@ impl Session {
             self.settle_own(workspace, &rel);
             return Err(e);
         }
-        self.land(entry.seq);
+        self.land(&[entry.seq]);
         Ok(Entry {
             in_flight: None,
             ..entry
@@ -217,20 +224,19 @@ impl Session {
             _ => return Err(Error::FileNotFound { path: display }),
         };
         let in_flight = InFlight { temp: None };
-        let entry = self.record(
-            workspace,
-            &rel,
-            message_id,
+        let draft = Draft {
+            rel: rel.clone(),
             before,
-            Some(FileState::absent()),
-            Vec::new(),
-            Some(in_flight),
-        )?;
+            after: Some(FileState::absent()),
+            created_dirs: Vec::new(),
+            in_flight: Some(in_flight),
+        };
+        let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
         if let Err(e) = parent.remove_target() {
             self.settle_own(workspace, &rel);
             return Err(e);
         }
-        self.land(entry.seq);
+        self.land(&[entry.seq]);
         Ok(Entry {
             in_flight: None,
             ..entry
@@ -241,9 +247,9 @@ impl Session {
     /// (recovery finds the file at "after" and clears the mark), so the index is
     /// synced but its directory is not; and an error here is not the caller's:
     /// their file was written.
-    fn land(&self, seq: u64) {
+    fn land(&self, seqs: &[u64]) {
         let _ = self.mutate(Durability::RenameMayBeLost, |idx| {
-            if let Some(e) = idx.entry_mut(seq) {
+            for e in idx.entries.iter_mut().filter(|e| seqs.contains(&e.seq)) {
                 e.in_flight = None;
             }
             Ok(())
@@ -255,8 +261,99 @@ impl Session {
     /// writer still holds the file's lock. Best effort; the next change settles it
     /// otherwise.
     fn settle_own(&self, workspace: &Workspace, rel: &str) {
-        let held = BTreeSet::from([workspace.root().join(rel)]);
-        let _ = self.mutate_holding(Durability::Full, Some(&held), |_| Ok(()));
+        self.settle_held(&BTreeSet::from([workspace.root().join(rel)]));
+    }
+
+    fn settle_held(&self, held: &BTreeSet<PathBuf>) {
+        let _ = self.mutate_holding(Durability::Full, Some(held), |_| Ok(()));
+    }
+
+    /// Moves `from` to `to` (both in `workspace`) as one undoable step: undo puts
+    /// the file back under its old name and removes the new one (or restores
+    /// what `to` held before), refusing if either changed since. The move is one
+    /// `rename` through the capability; missing directories of `to` are created.
+    /// Returns the two entries (`from`, then `to`), which share a group.
+    pub fn rename(
+        &self,
+        workspace: &Workspace,
+        from: impl AsRef<Path>,
+        to: impl AsRef<Path>,
+        message_id: &str,
+    ) -> Result<Vec<Entry>> {
+        let from_rel = workspace.resolve(&from)?;
+        let to_rel = workspace.resolve(&to)?;
+        let files = BTreeSet::from([
+            workspace.root().join(&from_rel),
+            workspace.root().join(&to_rel),
+        ]);
+        if files.len() == 1 {
+            return Err(Error::io("move", workspace.root().join(&to_rel))(
+                std::io::Error::other("it is the same file as the source"),
+            ));
+        }
+        let _locks = crate::revert::lock_files(self, &files)?;
+        self.read_index()?;
+        let before_from = self.back_up(workspace, &from_rel)?;
+        let from_parent = match workspace.parent_of(&from_rel, false)? {
+            Some(p) if before_from.exists => p,
+            _ => {
+                return Err(Error::FileNotFound {
+                    path: workspace.root().join(&from_rel),
+                });
+            }
+        };
+        let before_to = self.back_up(workspace, &to_rel)?;
+        let to_parent = workspace
+            .parent_of(&to_rel, true)?
+            .expect("parent_of creates what is missing");
+        let drafts = vec![
+            Draft {
+                rel: from_rel.clone(),
+                before: before_from.clone(),
+                after: Some(FileState::absent()),
+                created_dirs: Vec::new(),
+                in_flight: Some(InFlight { temp: None }),
+            },
+            Draft {
+                rel: to_rel.clone(),
+                before: before_to,
+                after: Some(before_from),
+                created_dirs: to_parent.created.clone(),
+                in_flight: Some(InFlight { temp: None }),
+            },
+        ];
+        let entries = match self.record(workspace, message_id, drafts) {
+            Ok(e) => e,
+            Err(e) => {
+                workspace.remove_empty_dirs(&to_parent.created);
+                return Err(e);
+            }
+        };
+        let moved = from_parent
+            .dir
+            .rename(&from_parent.name, &to_parent.dir, &to_parent.name)
+            .map_err(Error::io("move", workspace.root().join(&from_rel)))
+            .and_then(|()| {
+                crate::sys::fsync_dir(&to_parent.dir)
+                    .and_then(|()| crate::sys::fsync_dir(&from_parent.dir))
+                    .map_err(Error::io(
+                        "sync directory of",
+                        workspace.root().join(&to_rel),
+                    ))
+            });
+        if let Err(e) = moved {
+            self.settle_held(&files);
+            return Err(e);
+        }
+        let seqs: Vec<u64> = entries.iter().map(|e| e.seq).collect();
+        self.land(&seqs);
+        Ok(entries
+            .into_iter()
+            .map(|e| Entry {
+                in_flight: None,
+                ..e
+            })
+            .collect())
     }
 
     /// [`Session::back_up`] once the index is known to be readable: a damaged
@@ -267,7 +364,7 @@ impl Session {
     }
 
     /// Streams the file into a blob, or records its absence.
-    fn back_up(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
+    pub(crate) fn back_up(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
         self.ensure_dir()?;
         match workspace.open_regular(rel)? {
             None => Ok(FileState::absent()),
@@ -278,39 +375,50 @@ impl Session {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record(
+    /// Appends entries for one step (two for a rename, grouped), in the turn
+    /// under way, and marks the files as this session leaves them (so that the
+    /// stale-read guard lets the agent write them again).
+    pub(crate) fn record(
         &self,
         workspace: &Workspace,
-        rel: &str,
         message_id: &str,
-        before: FileState,
-        after: Option<FileState>,
-        created_dirs: Vec<String>,
-        in_flight: Option<InFlight>,
-    ) -> Result<Entry> {
+        drafts: Vec<Draft>,
+    ) -> Result<Vec<Entry>> {
         let root = workspace.identity();
+        let grouped = drafts.len() > 1;
         self.mutate(Durability::Full, |idx| {
-            let version = 1 + idx
-                .entries
-                .iter()
-                .filter(|e| e.absolute_path() == root.path.join(rel))
-                .count() as u32;
-            let entry = Entry {
-                seq: idx.next_seq,
-                message_id: message_id.to_owned(),
-                workspace: root.clone(),
-                path: rel.to_owned(),
-                version,
-                time: OffsetDateTime::now_utc(),
-                before,
-                after,
-                created_dirs,
-                in_flight,
-            };
-            idx.next_seq += 1;
-            idx.entries.push(entry.clone());
-            Ok(entry)
+            let group = grouped.then_some(idx.next_seq);
+            let turn = idx.current_turn();
+            let mut made = Vec::new();
+            for d in drafts {
+                let file = root.path.join(&d.rel);
+                let version = 1 + idx
+                    .entries
+                    .iter()
+                    .filter(|e| e.absolute_path() == file)
+                    .count() as u32;
+                let entry = Entry {
+                    seq: idx.next_seq,
+                    message_id: message_id.to_owned(),
+                    workspace: root.clone(),
+                    path: d.rel,
+                    version,
+                    time: OffsetDateTime::now_utc(),
+                    before: d.before,
+                    after: d.after,
+                    created_dirs: d.created_dirs,
+                    in_flight: d.in_flight,
+                    turn,
+                    group,
+                };
+                idx.next_seq += 1;
+                if let Some(after) = &entry.after {
+                    crate::guard::mark(idx, file, after.clone());
+                }
+                idx.entries.push(entry.clone());
+                made.push(entry);
+            }
+            Ok(made)
         })
     }
 
@@ -506,8 +614,14 @@ mod tests {
         let inflight = InFlight {
             temp: Some(temp.clone()),
         };
-        s.record(&ws, "f", "m", before, Some(after), vec![], Some(inflight))
-            .unwrap();
+        let draft = Draft {
+            rel: "f".into(),
+            before,
+            after: Some(after),
+            created_dirs: vec![],
+            in_flight: Some(inflight),
+        };
+        s.record(&ws, "m", vec![draft]).unwrap();
         assert!(dir.path().join(&temp).exists());
         // Any later change settles it: file at before, so the entry goes.
         s.write(&ws, "g", &b"x"[..], "m2").unwrap();
