@@ -105,10 +105,14 @@ impl Session {
     /// What a planned revert does to one file: the file as it is now against
     /// what the revert restores it to.
     pub fn revert_diff(&self, file: &FileRevert) -> Result<FileDiff> {
-        let entries = self.entries()?;
+        let idx = self.read_index()?;
         let seq = file.seqs.first().copied().unwrap_or(0);
-        let entry = entries
+        // A redo's entries are in the history until it is done.
+        let recorded = idx.history.iter().flat_map(|r| &r.entries);
+        let entry = idx
+            .entries
             .iter()
+            .chain(recorded)
             .find(|e| e.seq == seq)
             .ok_or_else(|| Error::NoSuchEntry {
                 session: self.id().to_owned(),

@@ -153,6 +153,19 @@ pub struct RevertRecord {
     pub turns: Vec<Turn>,
     /// Each file it restored.
     pub files: Vec<RevertedFile>,
+    /// Directories it removed (made by the changes it reverted, and left empty),
+    /// outermost first; redo makes them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_dirs: Vec<RemovedDir>,
+}
+
+/// A directory a revert removed.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct RemovedDir {
+    /// The workspace it was in.
+    pub workspace: WorkspaceRoot,
+    /// Its path relative to the root.
+    pub path: String,
 }
 
 /// One file an undo, revert or rewind restored.
@@ -162,8 +175,8 @@ pub struct RevertedFile {
     pub workspace: WorkspaceRoot,
     /// The file's path relative to the root.
     pub path: String,
-    /// The file as the revert found it (its contents are a blob), or `None` when
-    /// that is not known (the file was already restored, as after a crash).
+    /// The file as the revert found it (its contents are a blob); `None` when
+    /// that is not known, and redo then leaves the file alone.
     pub overwritten: Option<FileState>,
     /// What the revert restored it to.
     pub restored: FileState,
@@ -312,6 +325,12 @@ impl Index {
             }
         }
         for r in &self.history {
+            if let Some(d) = r.removed_dirs.iter().find(|d| !is_relative_path(&d.path)) {
+                return Err(format!(
+                    "revert {} has an unsafe directory {:?}",
+                    r.id, d.path
+                ));
+            }
             for f in &r.files {
                 if !is_relative_path(&f.path) || !f.workspace.path.is_absolute() {
                     return Err(format!("revert {} has an unsafe path {:?}", r.id, f.path));

@@ -99,8 +99,8 @@ pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
 pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result};
 pub use home::{HOME_ENV, default_home};
 pub use index::{
-    Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RevertRecord, RevertedFile, Turn,
-    WorkspaceRoot,
+    Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,
+    Turn, WorkspaceRoot,
 };
 pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};

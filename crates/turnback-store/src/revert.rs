@@ -18,7 +18,8 @@ use crate::durable::Durability;
 use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
 use crate::hash;
 use crate::index::{
-    Entry, FileState, Index, RevertRecord, RevertedFile, WorkspaceRoot, is_relative_path,
+    Entry, FileState, Index, RemovedDir, RevertRecord, RevertedFile, WorkspaceRoot,
+    is_relative_path,
 };
 use crate::lock::LockGuard;
 use crate::session::Session;
@@ -247,6 +248,9 @@ impl Session {
                 if let Err(e) = check_backups(self, &plans) {
                     return Ok(Attempt::Done(Err(e)));
                 }
+                if let Err(e) = make_dirs(&record.removed_dirs) {
+                    return Ok(Attempt::Done(Err(e)));
+                }
                 for p in &plans {
                     if let Err(e) = restore(self, p, false) {
                         // Nothing of the record is put back: the files restored so
@@ -280,6 +284,16 @@ impl Session {
     pub fn history(&self) -> Result<Vec<RevertRecord>> {
         Ok(self.read_index()?.history)
     }
+}
+
+/// Makes again, outermost first, the directories a revert removed; one that
+/// exists is kept, anything else in the way (a file, a link) is an error.
+fn make_dirs(dirs: &[RemovedDir]) -> Result<()> {
+    for d in dirs {
+        let ws = Workspace::reopen(&d.workspace)?;
+        ws.parent_of(&format!("{}/x", d.path), true)?;
+    }
+    Ok(())
 }
 
 /// Every entry from `first` on.
@@ -490,17 +504,22 @@ fn attempt(
                 .collect();
             idx.turns.retain(|t| t.number < n);
         }
+        let removed_dirs =
+            remove_created_dirs(&restored.iter().map(|(p, _)| *p).collect::<Vec<_>>());
         if let Some(name) = kind.name
             && (!entries.is_empty() || !turns.is_empty())
         {
+            // A file found already restored was overwritten with nothing: the
+            // revert found it at its target, and redo leaves it there.
             let files = restored
                 .iter()
                 .map(|(p, overwritten)| RevertedFile {
                     workspace: p.root.clone(),
                     path: p.rel.clone(),
-                    overwritten: overwritten
-                        .clone()
-                        .or_else(|| known_overwritten(session, p)),
+                    overwritten: match p.status {
+                        FileStatus::AlreadyReverted => Some(p.target.clone()),
+                        _ => overwritten.clone(),
+                    },
                     restored: p.target.clone(),
                 })
                 .collect();
@@ -511,26 +530,14 @@ fn attempt(
                 entries,
                 turns,
                 files,
+                removed_dirs,
             });
             idx.next_record += 1;
         }
-        remove_created_dirs(&restored.iter().map(|(p, _)| *p).collect::<Vec<_>>());
         Ok(Attempt::Done(
             outcome.map(|()| report(session, &plans, true)),
         ))
     })
-}
-
-/// For a file found already restored (as after a crash between restoring and
-/// recording), what it was before is the session's "after", if that is known
-/// and, for contents, still in the store.
-fn known_overwritten(session: &Session, p: &FilePlan) -> Option<FileState> {
-    let after = p.expected.as_ref()?;
-    match after.sha256.as_deref() {
-        None => Some(after.clone()),
-        Some(hash) if session.blobs().exists(hash) => Some(after.clone()),
-        Some(_) => None,
-    }
 }
 
 /// Groups the selected entries by file, newest first; each file goes back to
@@ -745,8 +752,10 @@ fn check_backups(session: &Session, plans: &[FilePlan]) -> Result<()> {
 }
 
 /// Removes the directories that the reverted changes created, once every file
-/// is restored and deepest first: one file's directory may hold another's.
-fn remove_created_dirs(restored: &[&FilePlan]) {
+/// is restored and deepest first (one file's directory may hold another's);
+/// returns those removed, for redo to make again.
+fn remove_created_dirs(restored: &[&FilePlan]) -> Vec<RemovedDir> {
+    let mut removed = Vec::new();
     let mut by_root: Vec<(&WorkspaceRoot, Vec<&String>)> = Vec::new();
     for p in restored.iter().filter(|p| !p.target.exists) {
         match by_root.iter_mut().find(|(r, _)| *r == &p.root) {
@@ -761,8 +770,13 @@ fn remove_created_dirs(restored: &[&FilePlan]) {
         // Outermost first, as remove_empty_dirs expects (it works from the end).
         dirs.sort_by_key(|d| (d.matches('/').count(), d.as_str()));
         dirs.dedup();
-        ws.remove_empty_dirs(&dirs.into_iter().cloned().collect::<Vec<_>>());
+        let gone = ws.remove_empty_dirs(&dirs.into_iter().cloned().collect::<Vec<_>>());
+        removed.extend(gone.into_iter().map(|path| RemovedDir {
+            workspace: root.clone(),
+            path,
+        }));
     }
+    removed
 }
 
 fn report(session: &Session, plans: &[FilePlan], applied: bool) -> RevertReport {

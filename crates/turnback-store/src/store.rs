@@ -52,11 +52,11 @@ pub struct Store {
 pub struct SessionSummary {
     /// The session id.
     pub id: String,
-    /// The workspace roots its entries are in.
+    /// The workspace roots its entries (in effect or undone) are in.
     pub workspaces: Vec<PathBuf>,
     /// How many entries it holds.
     pub entries: usize,
-    /// When its newest entry was made.
+    /// When its newest entry, undo, revert or rewind was made.
     pub last_change: Option<OffsetDateTime>,
     /// Bytes of backups it keeps.
     pub bytes: u64,
@@ -152,17 +152,22 @@ impl Store {
             let bytes = dir_size(&dir.join("blobs"));
             let summary = match Index::load(&dir, &id) {
                 Ok(idx) => {
+                    // Undone entries count for where a session works and when it
+                    // last did something: a person may still want to redo them.
+                    let recorded = idx.history.iter().flat_map(|r| &r.entries);
                     let mut workspaces: Vec<PathBuf> = Vec::new();
-                    for e in &idx.entries {
+                    for e in idx.entries.iter().chain(recorded) {
                         if !workspaces.contains(&e.workspace.path) {
                             workspaces.push(e.workspace.path.clone());
                         }
                     }
+                    let changes = idx.entries.iter().map(|e| e.time);
+                    let reverts = idx.history.iter().map(|r| r.time);
                     SessionSummary {
                         id,
                         workspaces,
                         entries: idx.entries.len(),
-                        last_change: idx.entries.iter().map(|e| e.time).max(),
+                        last_change: changes.chain(reverts).max(),
                         bytes,
                         problem: None,
                     }

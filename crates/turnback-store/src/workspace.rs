@@ -337,14 +337,19 @@ impl Workspace {
 
     /// Removes directories this store created (innermost first) if they are
     /// empty; a directory that is not empty, or is no longer a directory, stays.
-    pub(crate) fn remove_empty_dirs(&self, dirs: &[String]) {
+    /// Returns those removed, outermost first.
+    pub(crate) fn remove_empty_dirs(&self, dirs: &[String]) -> Vec<String> {
+        let mut removed = Vec::new();
         for d in dirs.iter().rev() {
             if let Ok(Some(parent)) = self.parent_of(d, false)
                 && parent.dir.remove_dir(&parent.name).is_ok()
             {
                 let _ = sys::fsync_dir(&parent.dir);
+                removed.push(d.clone());
             }
         }
+        removed.reverse();
+        removed
     }
 }
 

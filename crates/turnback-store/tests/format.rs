@@ -43,6 +43,45 @@ fn reads_format_1() {
 }
 
 #[test]
+fn reads_format_2() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(example("v2-index.json"), dir.join("index.json")).unwrap();
+    let s = Store::new(home.path()).open_session("s").unwrap();
+    // Two turns; a rename (two entries in one group); an undo kept for redo.
+    let turns = s.turn_bounds().unwrap();
+    let prompts: Vec<_> = turns
+        .iter()
+        .map(|t| (t.number, t.prompt.as_str(), t.conversation_index))
+        .collect();
+    assert_eq!(
+        prompts,
+        [(1, "create a and b", Some(0)), (2, "rename a", Some(2))]
+    );
+    let entries = s.entries().unwrap();
+    let shape: Vec<_> = entries
+        .iter()
+        .map(|e| (e.seq, e.path.as_str(), e.turn, e.group))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (1, "a.txt", 1, None),
+            (2, "dir/b.txt", 1, None),
+            (3, "a.txt", 2, Some(3)),
+            (4, "c.txt", 2, Some(3))
+        ]
+    );
+    let history = s.history().unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].kind, "undo");
+    assert_eq!(history[0].entries[0].seq, 5);
+    assert_eq!(history[0].files[0].path, "dir/b.txt");
+    assert!(history[0].files[0].overwritten.as_ref().unwrap().exists);
+}
+
+#[test]
 fn fuzz_corpora_hold_their_properties() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
     let mut ran = 0;
