@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+use turnback::output::ColorChoice;
 
 const GLOBAL: &str = "Global options";
 
@@ -40,14 +41,6 @@ pub(crate) struct Cli {
     pub command: Command,
 }
 
-/// `--color`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ColorChoice {
-    Auto,
-    Always,
-    Never,
-}
-
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Replace FILE with standard input, backed up first (for agents)
@@ -58,6 +51,19 @@ pub(crate) enum Command {
     /// Delete FILE, backed up first (for agents)
     #[command(after_help = "Example:\n  turnback rm old_notes.txt --message call-8")]
     Rm(FileArgs),
+    /// Move FROM to TO as one undoable step (for agents)
+    #[command(
+        after_help = "Example:\n  turnback mv src/old_name.rs src/new_name.rs --message call-9"
+    )]
+    Mv {
+        /// The file to move
+        from: PathBuf,
+        /// Where it goes
+        to: PathBuf,
+        /// The id of the message or tool call making the change
+        #[arg(long, short, default_value = "", value_name = "ID")]
+        message: String,
+    },
     /// Back FILE up before changing it yourself; prints the entry number (for agents)
     #[command(
         after_help = "Example:\n  id=$(turnback checkpoint src/lib.rs --message call-9)\n  my-editor src/lib.rs && turnback commit \"$id\" || turnback rollback \"$id\""
@@ -75,6 +81,18 @@ pub(crate) enum Command {
         /// The entry number `turnback checkpoint` printed
         id: u64,
     },
+    /// Begin a user turn; prints its number (for agents)
+    #[command(
+        after_help = "Example:\n  turnback turn --prompt \"add a --verbose flag\" --conversation-index 14"
+    )]
+    Turn {
+        /// The user's prompt that opens the turn (shown by the rewind picker)
+        #[arg(long)]
+        prompt: String,
+        /// Where the turn starts in the agent's conversation
+        #[arg(long, value_name = "N")]
+        conversation_index: Option<u64>,
+    },
     /// Revert the session's newest change
     #[command(after_help = "Example:\n  turnback undo --dry-run")]
     Undo(RevertFlags),
@@ -86,14 +104,23 @@ pub(crate) enum Command {
         #[command(flatten)]
         flags: RevertFlags,
     },
-    /// Revert every change since MESSAGE (its own included), newest first
-    #[command(after_help = "Example:\n  turnback rewind call-7 --dry-run")]
+    /// Revert every change since MESSAGE, or since turn N began (or pick a turn)
+    #[command(
+        after_help = "Examples:\n  turnback rewind call-7 --dry-run\n  turnback rewind --turn 3\n  turnback rewind            # pick a turn, see the preview, confirm"
+    )]
     Rewind {
-        /// The message id to go back to
-        message: String,
+        /// The message id to go back to (its changes are reverted too)
+        #[arg(conflicts_with = "turn")]
+        message: Option<String>,
+        /// The turn to go back to the start of
+        #[arg(long, value_name = "N")]
+        turn: Option<u32>,
         #[command(flatten)]
         flags: RevertFlags,
     },
+    /// Put back what the last undo, revert or rewind took away
+    #[command(after_help = "Example:\n  turnback redo --dry-run")]
+    Redo(RevertFlags),
     /// List the session's changes, grouped by message, newest last
     #[command(after_help = "Example:\n  turnback log --all")]
     Log {

@@ -8,16 +8,16 @@ use turnback_store::{
     RevertReport, SessionSummary,
 };
 
-pub(crate) fn rfc3339(t: time::OffsetDateTime) -> String {
+pub fn rfc3339(t: time::OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }
 
-pub(crate) fn state(s: &FileState) -> Value {
+pub fn state(s: &FileState) -> Value {
     json!({ "exists": s.exists, "sha256": s.sha256, "size": s.size, "mode": s.mode })
 }
 
-pub(crate) fn entry(e: &Entry) -> Value {
+pub fn entry(e: &Entry) -> Value {
     json!({
         "seq": e.seq,
         "message_id": e.message_id,
@@ -30,15 +30,15 @@ pub(crate) fn entry(e: &Entry) -> Value {
     })
 }
 
-pub(crate) fn session_entry(session: &str, e: &Entry) -> Value {
+pub fn session_entry(session: &str, e: &Entry) -> Value {
     json!({ "session": session, "entry": entry(e) })
 }
 
-pub(crate) fn entries(session: &str, list: &[Entry]) -> Value {
+pub fn entries(session: &str, list: &[Entry]) -> Value {
     json!({ "session": session, "entries": list.iter().map(entry).collect::<Vec<_>>() })
 }
 
-pub(crate) fn status(s: &FileStatus) -> &'static str {
+pub fn status(s: &FileStatus) -> &'static str {
     match s {
         FileStatus::Safe => "safe",
         FileStatus::AlreadyReverted => "already-reverted",
@@ -56,7 +56,7 @@ fn changed_by(s: &FileStatus) -> Value {
     }
 }
 
-pub(crate) fn diff_body(body: &DiffBody) -> Value {
+pub fn diff_body(body: &DiffBody) -> Value {
     match body {
         DiffBody::Same => json!({ "kind": "same" }),
         DiffBody::Text {
@@ -72,7 +72,7 @@ pub(crate) fn diff_body(body: &DiffBody) -> Value {
 }
 
 /// One file of a revert; `diff` only in previews.
-pub(crate) fn file_revert(f: &FileRevert, diff: Option<&FileDiff>) -> Value {
+pub fn file_revert(f: &FileRevert, diff: Option<&FileDiff>) -> Value {
     let mut v = json!({
         "workspace": f.workspace,
         "path": f.path,
@@ -88,7 +88,7 @@ pub(crate) fn file_revert(f: &FileRevert, diff: Option<&FileDiff>) -> Value {
     v
 }
 
-pub(crate) fn revert(r: &RevertReport, diffs: &[Option<FileDiff>]) -> Value {
+pub fn revert(r: &RevertReport, diffs: &[Option<FileDiff>]) -> Value {
     let files: Vec<Value> = r
         .files
         .iter()
@@ -98,7 +98,7 @@ pub(crate) fn revert(r: &RevertReport, diffs: &[Option<FileDiff>]) -> Value {
     json!({ "session": r.session, "applied": r.applied, "files": files })
 }
 
-pub(crate) fn diff(session: &str, files: &[FileDiff]) -> Value {
+pub fn diff(session: &str, files: &[FileDiff]) -> Value {
     let files: Vec<Value> = files
         .iter()
         .map(|d| {
@@ -114,7 +114,7 @@ pub(crate) fn diff(session: &str, files: &[FileDiff]) -> Value {
     json!({ "session": session, "files": files })
 }
 
-pub(crate) fn sessions(list: &[SessionSummary]) -> Value {
+pub fn sessions(list: &[SessionSummary]) -> Value {
     let list: Vec<Value> = list
         .iter()
         .map(|s| {
@@ -131,7 +131,7 @@ pub(crate) fn sessions(list: &[SessionSummary]) -> Value {
     json!({ "sessions": list })
 }
 
-pub(crate) fn prune(r: &PruneReport) -> Value {
+pub fn prune(r: &PruneReport) -> Value {
     let removed: Vec<Value> = r
         .removed
         .iter()
@@ -147,7 +147,7 @@ pub(crate) fn prune(r: &PruneReport) -> Value {
 }
 
 /// A stable name for each kind of error, for programs that branch on it.
-pub(crate) fn error_kind(e: &Error) -> &'static str {
+pub fn error_kind(e: &Error) -> &'static str {
     match e {
         Error::NoHome => "no-home",
         Error::InvalidSessionId { .. } => "invalid-session-id",
@@ -171,12 +171,16 @@ pub(crate) fn error_kind(e: &Error) -> &'static str {
         Error::BlobCorrupt { .. } => "backup-corrupt",
         Error::NoSuchEntry { .. } => "no-such-entry",
         Error::AlreadyCommitted { .. } => "already-committed",
+        Error::NothingToRedo { .. } => "nothing-to-redo",
+        Error::TurnNotFound { .. } => "turn-not-found",
+        Error::NotRead { .. } => "not-read",
+        Error::ChangedSinceRead { .. } => "changed-since-read",
         _ => "error",
     }
 }
 
 /// The files that refused a revert, for the JSON error.
-pub(crate) fn conflicts(e: &Error) -> Value {
+pub fn conflicts(e: &Error) -> Value {
     let Error::Refused { conflicts, .. } = e else {
         return Value::Null;
     };

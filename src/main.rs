@@ -4,9 +4,6 @@
 mod cli;
 mod commands;
 mod context;
-mod json;
-mod output;
-mod text;
 
 fn main() -> std::process::ExitCode {
     match cli::parse() {

@@ -5,11 +5,19 @@ use std::io::{IsTerminal, Write};
 
 use anstyle::{AnsiColor, Style};
 
-use crate::cli::ColorChoice;
+/// `--color`: when to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[allow(missing_docs)] // clap would show doc comments as help
+pub enum ColorChoice {
+    // When standard output is a terminal and NO_COLOR is unset.
+    Auto,
+    Always,
+    Never,
+}
 
 /// The styles output uses, by role.
 #[derive(Clone, Copy)]
-pub(crate) enum Role {
+pub enum Role {
     Added,
     Removed,
     Hunk,
@@ -35,13 +43,13 @@ impl Role {
 
 /// How to print.
 #[derive(Clone, Copy)]
-pub(crate) struct Out {
+pub struct Out {
     pub color: bool,
     pub json: bool,
 }
 
 impl Out {
-    pub(crate) fn new(choice: ColorChoice, json: bool) -> Out {
+    pub fn new(choice: ColorChoice, json: bool) -> Out {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let color = match choice {
             ColorChoice::Always => true,
@@ -55,7 +63,7 @@ impl Out {
     }
 
     /// `text` in the style of `role`, when colour is on.
-    pub(crate) fn paint(&self, role: Role, text: &str) -> String {
+    pub fn paint(&self, role: Role, text: &str) -> String {
         if self.color {
             let s = role.style();
             format!("{}{text}{}", s.render(), s.render_reset())
@@ -65,22 +73,22 @@ impl Out {
     }
 
     /// Prints a block of text as it is.
-    pub(crate) fn print(&self, text: &str) {
+    pub fn print(&self, text: &str) {
         emit(text);
     }
 
     /// Prints one line.
-    pub(crate) fn line(&self, text: &str) {
+    pub fn line(&self, text: &str) {
         emit(&format!("{text}\n"));
     }
 
     /// Prints a JSON value on one line.
-    pub(crate) fn json(&self, value: &serde_json::Value) {
+    pub fn json(&self, value: &serde_json::Value) {
         emit(&format!("{value}\n"));
     }
 
     /// A unified diff with added, removed and hunk lines coloured.
-    pub(crate) fn diff(&self, unified: &str) -> String {
+    pub fn diff(&self, unified: &str) -> String {
         unified
             .split_inclusive('\n')
             .map(|l| {

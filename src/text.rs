@@ -8,14 +8,14 @@ use turnback_store::{
 
 use crate::output::{Out, Role};
 
-pub(crate) fn time(t: time::OffsetDateTime) -> String {
+pub fn time(t: time::OffsetDateTime) -> String {
     let fmt =
         time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
     t.format(&fmt).unwrap_or_default()
 }
 
 /// What an entry did to its file, in a word or two, and the sizes.
-pub(crate) fn change(e: &Entry) -> String {
+pub fn change(e: &Entry) -> String {
     match &e.after {
         None => "checkpoint, not committed".into(),
         Some(a) => match (e.before.exists, a.exists) {
@@ -27,7 +27,7 @@ pub(crate) fn change(e: &Entry) -> String {
     }
 }
 
-pub(crate) fn entry_line(out: &Out, e: &Entry) -> String {
+pub fn entry_line(out: &Out, e: &Entry) -> String {
     format!(
         "#{:<4} {}  {}",
         e.seq,
@@ -37,7 +37,7 @@ pub(crate) fn entry_line(out: &Out, e: &Entry) -> String {
 }
 
 /// The session's entries grouped by message (consecutive runs), oldest first.
-pub(crate) fn log(out: &Out, session: &str, entries: &[Entry]) -> String {
+pub fn log(out: &Out, session: &str, entries: &[Entry]) -> String {
     let mut s = format!(
         "{}\n",
         out.paint(
@@ -69,12 +69,7 @@ pub(crate) fn log(out: &Out, session: &str, entries: &[Entry]) -> String {
 }
 
 /// A revert's result, or with a preview, its plan and a diff per file.
-pub(crate) fn revert(
-    out: &Out,
-    what: &str,
-    r: &RevertReport,
-    diffs: &[Option<FileDiff>],
-) -> String {
+pub fn revert(out: &Out, what: &str, r: &RevertReport, diffs: &[Option<FileDiff>]) -> String {
     let n = r.files.len();
     let mut s = if r.applied {
         format!(
@@ -135,7 +130,7 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
 }
 
 /// One file's diff body: the unified diff, or what kind of file it is.
-pub(crate) fn diff_body(out: &Out, d: &FileDiff) -> String {
+pub fn diff_body(out: &Out, d: &FileDiff) -> String {
     match &d.body {
         DiffBody::Same => "(no difference)\n".into(),
         DiffBody::Text { unified, .. } => out.diff(unified),
@@ -148,7 +143,7 @@ pub(crate) fn diff_body(out: &Out, d: &FileDiff) -> String {
 }
 
 /// `turnback diff`: each file with a summary line, then (without `--stat`) its diff.
-pub(crate) fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
+pub fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
     let mut s = String::new();
     let (mut ins, mut del) = (0, 0);
     for d in files {
@@ -195,7 +190,7 @@ pub(crate) fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
     s
 }
 
-pub(crate) fn sessions(out: &Out, list: &[SessionSummary]) -> String {
+pub fn sessions(out: &Out, list: &[SessionSummary]) -> String {
     if list.is_empty() {
         return "no sessions in this store\n".into();
     }
@@ -226,7 +221,7 @@ pub(crate) fn sessions(out: &Out, list: &[SessionSummary]) -> String {
     s
 }
 
-pub(crate) fn prune(r: &PruneReport) -> String {
+pub fn prune(r: &PruneReport) -> String {
     let (verb, keep) = if r.applied {
         ("removed", "kept")
     } else {

@@ -743,3 +743,75 @@ fn demo() {
     let text = ran.block();
     s.bind(|| insta::assert_snapshot!("demo", text));
 }
+
+#[test]
+fn turns_moves_and_redo() {
+    let env = workspace();
+    let text = transcript(vec![
+        (
+            tb(&env, "turn --prompt first --conversation-index 0").session("agent-1"),
+            0,
+        ),
+        (
+            tb(&env, "write src/lib.rs --message t1-1")
+                .session("agent-1")
+                .stdin(LIB_V2.as_bytes()),
+            0,
+        ),
+        (
+            tb(&env, "turn --prompt second --conversation-index 2").session("agent-1"),
+            0,
+        ),
+        (
+            tb(&env, "mv NOTES.md docs/NOTES.md --message t2-1").session("agent-1"),
+            0,
+        ),
+        (tb(&env, "rewind --turn 2 --dry-run"), 0),
+        (tb(&env, "rewind --turn 2"), 0),
+        (tb(&env, "redo --dry-run"), 0),
+        (tb(&env, "redo"), 0),
+        (tb(&env, "undo"), 0),
+        (tb(&env, "redo"), 0),
+        (tb(&env, "redo"), 1),
+        (tb(&env, "rewind --turn 9"), 1),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(env.path("docs/NOTES.md")).unwrap(),
+        NOTES
+    );
+    assert!(!env.path("NOTES.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.path("src/lib.rs")).unwrap(),
+        LIB_V2
+    );
+    snap(
+        &env,
+        "turns_moves_and_redo",
+        "Two turns (an edit, then a move); a preview and a rewind to turn 2, its redo, an undo of the move and its redo; then nothing to redo and an unknown turn.",
+        &text,
+    );
+}
+
+/// A session whose every change was undone is still the one a person means:
+/// `redo` without `--session` finds it by its undone entries.
+#[test]
+fn redo_after_undoing_everything_finds_the_session() {
+    let env = workspace();
+    tb(&env, "write src/util.rs --message m1")
+        .session("agent-1")
+        .stdin(UTIL.as_bytes())
+        .run()
+        .expect(0);
+    tb(&env, "undo").run().expect(0);
+    assert!(!env.path("src/util.rs").exists());
+    let redo = tb(&env, "redo").run().expect(0);
+    assert!(
+        redo.stderr.contains("using session agent-1"),
+        "{}",
+        redo.block()
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("src/util.rs")).unwrap(),
+        UTIL
+    );
+}

@@ -413,7 +413,6 @@ fn parse_errors_print_clap_usage_and_exit_2() {
         &["commit", "abc"],
         &["rollback", "-1"],
         &["revert"],
-        &["rewind"],
         &["undo", "extra"],
         &["--color", "sometimes", "log"],
         &["completions", "tcsh-9"],
@@ -431,6 +430,25 @@ fn parse_errors_print_clap_usage_and_exit_2() {
         assert_no_debug_output(&r.stderr, &what);
     }
     assert_eq!(disk(&env), before);
+}
+
+/// `rewind` with neither MESSAGE nor `--turn` can only ask on a terminal; in a
+/// pipe (and with `--json`) it is a usage error that says what to pass.
+#[test]
+fn rewind_without_a_target_off_a_terminal_is_a_usage_error() {
+    let env = two_changes();
+    let e = check_error(
+        &env,
+        Some("s"),
+        &["rewind"],
+        None,
+        &Want {
+            code: 2,
+            kind: "usage",
+            names: &["rewind needs a MESSAGE or --turn N"],
+        },
+    );
+    assert!(e["hint"].as_str().unwrap().contains("--turn N"), "{e}");
 }
 
 /// `--json` promises the error as one JSON object on stderr; an error clap finds

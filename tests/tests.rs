@@ -20,3 +20,7 @@ mod cli;
 mod cli_json;
 // Every refusal and error of the command-line contract: exit code, message, nothing changed.
 mod cli_errors;
+// Turns, redo, renames and the read guard.
+mod turns;
+// What needs a terminal: the rewind picker under a pseudo-terminal, and the example agent.
+mod interactive;

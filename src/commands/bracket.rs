@@ -4,8 +4,8 @@
 use crate::cli::FileArgs;
 use crate::commands::CliError;
 use crate::context::Context;
-use crate::output::Out;
-use crate::{json, text};
+use turnback::output::Out;
+use turnback::{json, text};
 
 pub(crate) fn checkpoint(ctx: &Context, out: &Out, args: &FileArgs) -> Result<(), CliError> {
     let session = ctx.agent_session()?;

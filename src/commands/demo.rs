@@ -10,8 +10,8 @@ use std::process::Command;
 use turnback_store::{Error, RevertOptions, Session, Store, Workspace};
 
 use crate::commands::{CliError, error_text};
-use crate::output::{Out, Role};
-use crate::text;
+use turnback::output::{Out, Role};
+use turnback::text;
 
 const START: &[(&str, &str)] = &[
     ("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n"),

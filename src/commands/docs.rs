@@ -8,7 +8,7 @@ pub(crate) fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
     let mut cmd = cli::command();
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut cmd, "turnback", &mut buf);
-    crate::output::Out {
+    turnback::output::Out {
         color: false,
         json: false,
     }
@@ -21,7 +21,7 @@ pub(crate) fn man() -> Result<(), CliError> {
     clap_mangen::Man::new(cli::command())
         .render(&mut buf)
         .map_err(|e| CliError::new(format!("could not render the manual page: {e}"), None))?;
-    crate::output::Out {
+    turnback::output::Out {
         color: false,
         json: false,
     }

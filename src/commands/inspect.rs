@@ -4,8 +4,8 @@ use std::path::Path;
 
 use crate::commands::CliError;
 use crate::context::Context;
-use crate::output::Out;
-use crate::{json, text};
+use turnback::output::Out;
+use turnback::{json, text};
 
 pub(crate) fn log(ctx: &Context, out: &Out, all: bool) -> Result<(), CliError> {
     let sessions = if all {

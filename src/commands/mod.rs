@@ -16,8 +16,8 @@ use turnback_store::Error;
 
 use crate::cli::{Cli, Command};
 use crate::context::Context;
-use crate::json;
-use crate::output::Out;
+use turnback::json;
+use turnback::output::Out;
 
 /// Exit code of an error.
 pub(crate) const EXIT_ERROR: u8 = 1;
@@ -121,6 +121,11 @@ fn hint(e: &Error) -> Option<String> {
         Error::BlobMissing { .. } | Error::BlobCorrupt { .. } => {
             "this backup cannot be restored; the session's other files are unaffected"
         }
+        Error::NothingToRedo { .. } => "there is no undo, revert or rewind left to take back",
+        Error::TurnNotFound { .. } => "`turnback rewind` on a terminal lists the turns",
+        Error::NotRead { .. } | Error::ChangedSinceRead { .. } => {
+            "read the file again, then write it"
+        }
         Error::NothingToUndo { .. }
         | Error::NoChangeToFile { .. }
         | Error::MessageNotFound { .. } => {
@@ -202,12 +207,22 @@ fn dispatch(cli: &Cli, out: &Out) -> Result<(), CliError> {
     match &cli.command {
         Command::Write(args) => write::write(&ctx, out, args),
         Command::Rm(args) => write::rm(&ctx, out, args),
+        Command::Mv { from, to, message } => write::mv(&ctx, out, from, to, message),
+        Command::Turn {
+            prompt,
+            conversation_index,
+        } => write::turn(&ctx, out, prompt, *conversation_index),
         Command::Checkpoint(args) => bracket::checkpoint(&ctx, out, args),
         Command::Commit { id } => bracket::commit(&ctx, out, *id),
         Command::Rollback { id } => bracket::rollback(&ctx, out, *id),
         Command::Undo(flags) => revert::undo(&ctx, out, flags),
         Command::Revert { file, flags } => revert::revert(&ctx, out, file, flags),
-        Command::Rewind { message, flags } => revert::rewind(&ctx, out, message, flags),
+        Command::Rewind {
+            message,
+            turn,
+            flags,
+        } => revert::rewind(&ctx, out, message.as_deref(), *turn, flags),
+        Command::Redo(flags) => revert::redo(&ctx, out, flags),
         Command::Log { all } => inspect::log(&ctx, out, *all),
         Command::Diff { file, stat } => inspect::diff(&ctx, out, file.as_deref(), *stat),
         Command::Sessions => sessions::list(&ctx, out),

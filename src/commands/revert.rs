@@ -4,11 +4,13 @@ use std::path::Path;
 
 use turnback_store::{FileDiff, RevertOptions, RevertReport, Session};
 
+use turnback::picker;
+
 use crate::cli::RevertFlags;
 use crate::commands::CliError;
 use crate::context::Context;
-use crate::output::Out;
-use crate::{json, text};
+use turnback::output::Out;
+use turnback::{json, text};
 
 fn options(flags: &RevertFlags) -> RevertOptions {
     RevertOptions {
@@ -39,12 +41,83 @@ pub(crate) fn revert(
 pub(crate) fn rewind(
     ctx: &Context,
     out: &Out,
-    message: &str,
+    message: Option<&str>,
+    turn: Option<u32>,
     flags: &RevertFlags,
 ) -> Result<(), CliError> {
     let session = ctx.person_session()?;
-    let r = session.rewind(message, options(flags))?;
-    show(out, &session, &format!("rewind to before {message}"), &r)
+    match (message, turn) {
+        (Some(m), _) => {
+            let r = session.rewind(m, options(flags))?;
+            show(out, &session, &format!("rewind to before {m}"), &r)
+        }
+        (None, Some(n)) => {
+            let r = session.rewind_to_turn(n, options(flags))?;
+            show(
+                out,
+                &session,
+                &format!("rewind to the start of turn {n}"),
+                &r,
+            )
+        }
+        (None, None) => pick_and_rewind(&session, out, flags),
+    }
+}
+
+pub(crate) fn redo(ctx: &Context, out: &Out, flags: &RevertFlags) -> Result<(), CliError> {
+    let session = ctx.person_session()?;
+    let r = session.redo(options(flags))?;
+    show(out, &session, "redo", &r)
+}
+
+/// `rewind` with no argument on a terminal: pick a turn, see the preview,
+/// confirm. Off a terminal (or with `--json`) a turn or message is required.
+fn pick_and_rewind(session: &Session, out: &Out, flags: &RevertFlags) -> Result<(), CliError> {
+    use std::io::IsTerminal;
+    if out.json || !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(CliError::usage(
+            "rewind needs a MESSAGE or --turn N when it cannot ask",
+            "`turnback rewind --turn N`, or run it on a terminal to pick a turn",
+        ));
+    }
+    let turns = session.turns()?;
+    if turns.is_empty() {
+        return Err(CliError::new(
+            format!("session {} has no turns to pick from", session.id()),
+            Some(
+                "`turnback rewind MESSAGE` rewinds to a message; agents begin turns with `turnback turn`"
+                    .into(),
+            ),
+        ));
+    }
+    let io_err =
+        |e: std::io::Error| CliError::new(format!("could not talk to the terminal: {e}"), None);
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout();
+    let picked = picker::pick_turn(session.id(), &turns, &mut input, &mut output, out);
+    let Some(n) = picked.map_err(io_err)? else {
+        out.line("nothing done");
+        return Ok(());
+    };
+    let preview_opts = RevertOptions {
+        force: flags.force,
+        dry_run: true,
+    };
+    let preview = session.rewind_to_turn(n, preview_opts)?;
+    let what = format!("rewind to the start of turn {n}");
+    show(out, session, &what, &preview)?;
+    let count = preview.files.len();
+    let question = format!(
+        "Restore {count} {} to how {} when turn {n} began?",
+        if count == 1 { "file" } else { "files" },
+        if count == 1 { "it was" } else { "they were" }
+    );
+    if flags.dry_run || !picker::confirm(&question, &mut input, &mut output).map_err(io_err)? {
+        out.line("nothing done");
+        return Ok(());
+    }
+    let r = session.rewind_to_turn(n, options(flags))?;
+    show(out, session, &what, &r)
 }
 
 /// Prints a revert; a preview (dry run) comes with each file's diff.

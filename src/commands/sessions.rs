@@ -4,8 +4,8 @@ use turnback_store::Retention;
 
 use crate::commands::CliError;
 use crate::context::Context;
-use crate::output::Out;
-use crate::{json, text};
+use turnback::output::Out;
+use turnback::{json, text};
 
 pub(crate) fn list(ctx: &Context, out: &Out) -> Result<(), CliError> {
     let list = ctx.store.sessions()?;

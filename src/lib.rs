@@ -1,0 +1,11 @@
+//! Presentation shared by the `turnback` command and by agents that put
+//! turnback behind a terminal UI (see `examples/agent.rs`): the human text of
+//! each result, the JSON API's shapes, colour, and the picker of turns.
+//!
+//! Everything that changes files is in the `turnback-store` crate; this crate
+//! only renders and asks.
+
+pub mod json;
+pub mod output;
+pub mod picker;
+pub mod text;

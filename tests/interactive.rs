@@ -1,0 +1,210 @@
+//! What needs a person at a terminal: the rewind picker (run under a real
+//! pseudo-terminal with util-linux's `script`), and the example agent of
+//! `examples/agent.rs`, driven line by line as a person would type.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use turnback_store::Store;
+
+use crate::util::{self, Env};
+
+/// Runs `turnback ARGS` under a pseudo-terminal (so that it may ask), typing
+/// `typed`; returns what the terminal showed.
+fn on_a_terminal(env: &Env, args: &str, typed: &str) -> (String, i32) {
+    let line = format!("{} {args} --color never", util::bin().display());
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(env.ws.path())
+        .env("TURNBACK_HOME", env.home.path())
+        .env_remove("TURNBACK_SESSION")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs the command under a pseudo-terminal");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(typed.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// Three turns through the library: a file per turn, and an edit in the last.
+fn three_turns() -> Env {
+    let env = Env::new();
+    let s = env.session("agent");
+    let ws = env.workspace();
+    for (n, prompt) in ["write a", "write b", "write c and edit a"]
+        .iter()
+        .enumerate()
+    {
+        s.begin_turn(prompt, Some(n as u64 * 2)).unwrap();
+        let name = ["a.txt", "b.txt", "c.txt"][n];
+        s.write(&ws, name, name.as_bytes(), &format!("m{n}"))
+            .unwrap();
+    }
+    s.write(&ws, "a.txt", &b"a, edited"[..], "m2-edit").unwrap();
+    env
+}
+
+#[test]
+fn the_picker_lists_turns_previews_and_rewinds_on_yes() {
+    let env = three_turns();
+    let (shown, code) = on_a_terminal(&env, "rewind", "2\ny\n");
+    assert_eq!(code, 0, "{shown}");
+    let listed: Vec<&str> = shown.lines().filter(|l| l.contains("UTC")).collect();
+    assert_eq!(listed.len(), 3, "{shown}");
+    assert!(
+        listed[0].contains("\"write c and edit a\"") && listed[0].contains(" 2 files"),
+        "newest first:\n{shown}"
+    );
+    assert!(listed[2].contains("\"write a\""), "{shown}");
+    assert!(
+        shown.contains("would change 3 files (dry run, nothing touched)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("+a, edited") || shown.contains("-a, edited"),
+        "the preview has a diff:\n{shown}"
+    );
+    assert!(
+        shown.contains("Restore 3 files to how they were when turn 2 began? [y/N]"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("rewind to the start of turn 2 in session agent: 3 files"),
+        "{shown}"
+    );
+    assert_eq!(std::fs::read(env.path("a.txt")).unwrap(), b"a.txt");
+    assert!(!env.path("b.txt").exists() && !env.path("c.txt").exists());
+    let bounds = env
+        .store()
+        .open_session("agent")
+        .unwrap()
+        .turn_bounds()
+        .unwrap();
+    assert_eq!(bounds.iter().map(|t| t.number).collect::<Vec<_>>(), [1]);
+}
+
+#[test]
+fn the_picker_touches_nothing_unless_told_yes() {
+    for typed in ["q\n", "2\nn\n", "2\n\n", "7\nq\n"] {
+        let env = three_turns();
+        let before = util::tree_digest(env.ws.path());
+        let (shown, code) = on_a_terminal(&env, "rewind", typed);
+        assert_eq!(code, 0, "{typed:?}: {shown}");
+        assert!(shown.contains("nothing done"), "{typed:?}: {shown}");
+        assert_eq!(
+            util::tree_digest(env.ws.path()),
+            before,
+            "{typed:?} touched files"
+        );
+    }
+}
+
+#[test]
+fn the_picker_pages_through_a_long_session() {
+    let env = Env::new();
+    let s = env.session("long");
+    let ws = env.workspace();
+    for n in 1..=23 {
+        s.begin_turn(&format!("turn number {n}"), None).unwrap();
+        s.write(&ws, format!("f{n}"), &b"x"[..], &format!("m{n}"))
+            .unwrap();
+    }
+    let (shown, code) = on_a_terminal(&env, "rewind", "n\nn\np\nq\n");
+    assert_eq!(code, 0, "{shown}");
+    for window in ["(1-10 of 23)", "(11-20 of 23)", "(21-23 of 23)"] {
+        assert!(shown.contains(window), "{window}: {shown}");
+    }
+    assert!(shown.contains("\"turn number 23\"") && shown.contains("\"turn number 1\""));
+    assert_eq!(
+        std::fs::read_dir(env.ws.path()).unwrap().count(),
+        23,
+        "nothing rewound"
+    );
+}
+
+/// The example agent, built beside the binary by `cargo test`.
+fn example_agent() -> PathBuf {
+    let dir = util::bin().parent().unwrap().join("examples");
+    dir.join(format!("agent{}", std::env::consts::EXE_SUFFIX))
+}
+
+#[test]
+fn the_example_agent_undoes_redoes_and_rewinds_files_and_conversation() {
+    let env = Env::new();
+    let typed = "make a hello world\nadd a greeting\ntidy the notes\nclean up\n\
+                 /undo\n/redo\n/rewind\n2\ny\n/log\n/quit\n";
+    let mut child = Command::new(example_agent())
+        .arg(env.ws.path())
+        .arg(env.home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cargo test builds examples/agent.rs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(typed.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{shown}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Four turns of tool calls: writes, edits, a move and a delete.
+    for call in [
+        "write src/main.rs",
+        "edit src/main.rs",
+        "move NOTES.md -> docs/NOTES.md",
+        "delete src/greet.rs",
+    ] {
+        assert!(shown.contains(call), "{call}: {shown}");
+    }
+    // /undo took back the last edit of docs/NOTES.md, /redo put it back.
+    assert!(
+        shown.contains("undo in session") && shown.contains("redo in session"),
+        "{shown}"
+    );
+    // /rewind with the picker: turn 2's start, files and conversation.
+    assert!(
+        shown.contains("Rewind to the start of which turn?"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("conversation rewound to 2 messages"),
+        "{shown}"
+    );
+    assert_eq!(
+        util::read_text(env.path("src/main.rs")),
+        "fn main() {\n    println!(\"hello\");\n}\n"
+    );
+    assert_eq!(util::read_text(env.path("NOTES.md")), "# Notes\n");
+    assert!(!env.path("docs").exists() && !env.path("src/greet.rs").exists());
+    // What the store holds agrees: turn 1 only, its two writes.
+    let store = Store::new(env.home.path());
+    let ids = store.session_ids().unwrap();
+    assert_eq!(ids.len(), 1);
+    let session = store.open_session(&ids[0]).unwrap();
+    assert_eq!(session.turn_bounds().unwrap().len(), 1);
+    let paths: Vec<String> = session
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(paths, ["src/main.rs", "NOTES.md"]);
+}
