@@ -24,3 +24,5 @@ mod cli_errors;
 mod turns;
 // What needs a terminal: the rewind picker under a pseudo-terminal, and the example agent.
 mod interactive;
+// Crash injection: the binary aborted after every durable step, then recovery checked.
+mod failpoints;

@@ -52,6 +52,7 @@ impl Blobs {
             CopyError::Read(e) => Error::io("read", source)(e),
             CopyError::Write(e) => Error::io("write backup", tmp)(e),
         })?;
+        crate::crash::point("blob-written");
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
         // (one of the wrong size is damaged, and the fresh copy replaces it).
@@ -64,9 +65,12 @@ impl Blobs {
             return Ok((hash, size));
         }
         file.sync_all().map_err(Error::io("sync", tmp))?;
+        crate::crash::point("blob-synced");
         drop(file);
         std::fs::rename(tmp, &target).map_err(Error::io("rename into place", &target))?;
+        crate::crash::point("blob-renamed");
         sys::fsync_dir_path(&self.dir).map_err(Error::io("sync directory", &self.dir))?;
+        crate::crash::point("blob-dir-synced");
         Ok((hash, size))
     }
 

@@ -33,11 +33,15 @@ pub(crate) fn replace(dir: &Path, name: &str, bytes: &[u8], durability: Durabili
         .open(&tmp)
         .map_err(Error::io("create", &tmp))?;
     f.write_all(bytes).map_err(Error::io("write", &tmp))?;
+    crate::crash::point("index-tmp-written");
     f.sync_all().map_err(Error::io("sync", &tmp))?;
+    crate::crash::point("index-tmp-synced");
     drop(f);
     std::fs::rename(&tmp, &target).map_err(Error::io("rename into place", &target))?;
+    crate::crash::point("index-renamed");
     if durability == Durability::Full {
         sys::fsync_dir_path(dir).map_err(Error::io("sync directory", dir))?;
+        crate::crash::point("index-dir-synced");
     }
     Ok(())
 }

@@ -74,6 +74,7 @@
 
 mod blobs;
 mod checkpoint;
+mod crash;
 mod diff;
 mod durable;
 mod error;
@@ -95,6 +96,8 @@ mod workspace;
 pub mod fuzz_support;
 
 pub use checkpoint::Checkpoint;
+#[doc(hidden)]
+pub use crash::CRASH_POINTS;
 pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
 pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result};
 pub use home::{HOME_ENV, default_home};

@@ -251,14 +251,20 @@ impl Session {
                 if let Err(e) = make_dirs(&record.removed_dirs) {
                     return Ok(Attempt::Done(Err(e)));
                 }
-                for p in &plans {
-                    if let Err(e) = restore(self, p, false) {
+                let temps = match mark_temps(self, &plans) {
+                    Ok(t) => t,
+                    Err(e) => return Ok(Attempt::Done(Err(e))),
+                };
+                for (p, temp) in plans.iter().zip(temps) {
+                    if let Err(e) = restore(self, p, false, temp) {
                         // Nothing of the record is put back: the files restored so
                         // far are at their redone state, which a second redo finds
                         // "already" done.
+                        unmark_temps(self);
                         return Ok(Attempt::Done(Err(e)));
                     }
                 }
+                unmark_temps(self);
                 idx.history.pop();
                 for e in record.entries {
                     let at = idx.entries.partition_point(|x| x.seq < e.seq);
@@ -472,13 +478,17 @@ fn attempt(
         if let Err(e) = check_backups(session, &plans) {
             return Ok(Attempt::Done(Err(e)));
         }
+        let temps = match mark_temps(session, &plans) {
+            Ok(t) => t,
+            Err(e) => return Ok(Attempt::Done(Err(e))),
+        };
         // Restore newest first; drop the entries of each file as it is done, so
         // that a failure part way leaves an index that matches the files.
         let recorded = kind.name.is_some();
         let mut outcome = Ok(());
         let mut restored: Vec<(&FilePlan, Option<FileState>)> = Vec::new();
-        for p in &plans {
-            match restore(session, p, recorded) {
+        for (p, temp) in plans.iter().zip(temps) {
+            match restore(session, p, recorded, temp) {
                 Ok(overwritten) => restored.push((p, overwritten)),
                 Err(e) => {
                     outcome = Err(e);
@@ -486,6 +496,8 @@ fn attempt(
                 }
             }
         }
+        // Every temporary is renamed over its file or deleted by now.
+        unmark_temps(session);
         let taken: Vec<u64> = restored.iter().flat_map(|(p, _)| p.seqs.clone()).collect();
         let entries: Vec<Entry> = idx
             .entries
@@ -651,9 +663,87 @@ fn find_changer(store: &Store, file: &Path, now: &FileState) -> Option<ChangedBy
     })
 }
 
+/// Where a revert writes down the temporaries it will name in the workspace,
+/// before it names any. A revert runs under the session's lock, so a marker that
+/// the next holder of the lock finds belongs to a process that died part way:
+/// [`sweep_temps`] deletes exactly the names it lists.
+const MARKER: &str = "reverting.json";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct MarkedTemp {
+    workspace: WorkspaceRoot,
+    /// The file (relative to the root) the temporary was to replace.
+    path: String,
+    /// The temporary's name in that file's directory.
+    temp: String,
+}
+
+/// Chooses a temporary name for each file the revert will write and writes
+/// them down durably; `None` for files it deletes or leaves.
+fn mark_temps(session: &Session, plans: &[FilePlan]) -> Result<Vec<Option<String>>> {
+    let names: Vec<Option<String>> = plans
+        .iter()
+        .map(|p| {
+            (p.status != FileStatus::AlreadyReverted && p.target.exists)
+                .then(crate::workspace::new_temp_name)
+        })
+        .collect();
+    let marked: Vec<MarkedTemp> = plans
+        .iter()
+        .zip(&names)
+        .filter_map(|(p, n)| {
+            n.as_ref().map(|temp| MarkedTemp {
+                workspace: p.root.clone(),
+                path: p.rel.clone(),
+                temp: temp.clone(),
+            })
+        })
+        .collect();
+    if !marked.is_empty() {
+        let bytes = serde_json::to_vec(&marked).expect("a marker always serializes");
+        crate::durable::replace(session.dir(), MARKER, &bytes, Durability::Full)?;
+    }
+    Ok(names)
+}
+
+fn unmark_temps(session: &Session) {
+    let _ = std::fs::remove_file(session.dir().join(MARKER));
+}
+
+/// True when a revert's list of temporaries is there (its process died).
+pub(crate) fn has_marker(session_dir: &Path) -> bool {
+    session_dir.join(MARKER).exists()
+}
+
+/// Deletes the temporaries a dead revert listed, then its list. Call under the
+/// session's exclusive lock.
+pub(crate) fn sweep_temps(session_dir: &Path) {
+    let path = session_dir.join(MARKER);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return;
+    };
+    let marked: Vec<MarkedTemp> = serde_json::from_slice(&bytes).unwrap_or_default();
+    for m in marked {
+        if !is_relative_path(&m.path) || !crate::index::is_temp_name(&m.temp) {
+            continue;
+        }
+        if let Ok(ws) = Workspace::reopen(&m.workspace)
+            && let Ok(Some(parent)) = ws.parent_of(&m.path, false)
+        {
+            parent.remove_temp(&m.temp);
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
 /// Restores one file; with `keep_overwritten`, first backs up what it replaces
-/// (for redo) and returns its state.
-fn restore(session: &Session, p: &FilePlan, keep_overwritten: bool) -> Result<Option<FileState>> {
+/// (for redo) and returns its state. `temp` is the name written down for it.
+fn restore(
+    session: &Session,
+    p: &FilePlan,
+    keep_overwritten: bool,
+    temp: Option<String>,
+) -> Result<Option<FileState>> {
     let ws = Workspace::reopen(&p.root)?;
     let mut overwritten = None;
     if p.status != FileStatus::AlreadyReverted {
@@ -676,7 +766,10 @@ fn restore(session: &Session, p: &FilePlan, keep_overwritten: bool) -> Result<Op
                     path: p.rel.clone(),
                     hash: hash.to_owned(),
                 })?;
-                let mut new = NewContents::create(&parent, 0o600)?;
+                let mut new = match temp {
+                    Some(name) => NewContents::create_named(&parent, 0o600, name)?,
+                    None => NewContents::create(&parent, 0o600)?,
+                };
                 let (actual, _) = new.fill(&mut blob, &blob_path)?;
                 if actual != hash {
                     return Err(Error::BlobCorrupt {

@@ -73,13 +73,14 @@ impl Session {
             dir,
             blobs,
         };
-        // Settle what a dead writer left half done, so that a session that opens
-        // leaves no stray temporary in a workspace.
-        if session
-            .read_index()?
-            .entries
-            .iter()
-            .any(|e| e.in_flight.is_some())
+        // Settle what a dead writer or revert left half done, so that a session
+        // that opens leaves no stray temporary in a workspace.
+        if crate::revert::has_marker(&session.dir)
+            || session
+                .read_index()?
+                .entries
+                .iter()
+                .any(|e| e.in_flight.is_some())
         {
             session.mutate(Durability::Full, |_| Ok(()))?;
         }
@@ -165,9 +166,29 @@ impl Session {
         let rel = workspace.resolve(path)?;
         let _lock = self.lock_file(workspace, &rel)?;
         let before = self.back_up_checked(workspace, &rel)?;
-        let parent = workspace
-            .parent_of(&rel, true)?
-            .expect("parent_of creates what is missing");
+        // Directories to make are recorded before they are made (an entry in
+        // flight, "after" not known yet), so that a crash in between leaves
+        // nothing in the workspace that recovery does not know to remove.
+        let missing = workspace.missing_dirs(&rel);
+        let early = if missing.is_empty() {
+            None
+        } else {
+            let draft = Draft {
+                rel: rel.clone(),
+                before: before.clone(),
+                after: None,
+                created_dirs: missing,
+                in_flight: Some(InFlight { temp: None }),
+            };
+            Some(self.record(workspace, message_id, vec![draft])?.remove(0))
+        };
+        let parent = match workspace.parent_of(&rel, true) {
+            Ok(p) => p.expect("parent_of creates what is missing"),
+            Err(e) => {
+                self.settle_own(workspace, &rel);
+                return Err(e);
+            }
+        };
         let prepared = NewContents::create(&parent, 0o666).and_then(|mut new| {
             let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
             let mode = new.seal(before.mode)?;
@@ -177,22 +198,30 @@ impl Session {
             let in_flight = InFlight {
                 temp: Some(new.temp_name().to_owned()),
             };
-            let draft = Draft {
-                rel: rel.clone(),
-                before,
-                after: Some(after),
-                created_dirs: parent.created.clone(),
-                in_flight: Some(in_flight),
+            let entry = match &early {
+                Some(e) => self.complete(workspace, e.seq, after, in_flight, &parent.created)?,
+                None => {
+                    let draft = Draft {
+                        rel: rel.clone(),
+                        before,
+                        after: Some(after),
+                        created_dirs: parent.created.clone(),
+                        in_flight: Some(in_flight),
+                    };
+                    self.record(workspace, message_id, vec![draft])?.remove(0)
+                }
             };
-            let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
             Ok((new, entry))
         });
         let (new, entry) = match recorded {
             Ok(r) => r,
             Err(e) => {
-                // Nothing was recorded and the file is untouched; take back the
-                // directories made for it.
-                workspace.remove_empty_dirs(&parent.created);
+                // The file is untouched: the entry made early goes with the
+                // directories it names; without one, the directories made go.
+                match early {
+                    Some(_) => self.settle_own(workspace, &rel),
+                    None => drop(workspace.remove_empty_dirs(&parent.created)),
+                }
                 return Err(e);
             }
         };
@@ -204,6 +233,31 @@ impl Session {
         Ok(Entry {
             in_flight: None,
             ..entry
+        })
+    }
+
+    /// Completes an entry recorded before its new contents were known, and
+    /// narrows the directories it claims to those this writer made (another
+    /// writer may have made some of them at the same moment).
+    fn complete(
+        &self,
+        workspace: &Workspace,
+        seq: u64,
+        after: FileState,
+        in_flight: InFlight,
+        created: &[String],
+    ) -> Result<Entry> {
+        self.mutate(Durability::Full, |idx| {
+            let e = idx.entry_mut(seq).ok_or_else(|| Error::NoSuchEntry {
+                session: self.id.clone(),
+                seq,
+            })?;
+            e.after = Some(after.clone());
+            e.in_flight = Some(in_flight);
+            e.created_dirs = created.to_vec();
+            let (file, done) = (workspace.root().join(&e.path), e.clone());
+            crate::guard::mark(idx, file, after);
+            Ok(done)
         })
     }
 
@@ -303,9 +357,8 @@ impl Session {
             }
         };
         let before_to = self.back_up(workspace, &to_rel)?;
-        let to_parent = workspace
-            .parent_of(&to_rel, true)?
-            .expect("parent_of creates what is missing");
+        // Recorded before they are made, as for a write.
+        let missing = workspace.missing_dirs(&to_rel);
         let drafts = vec![
             Draft {
                 rel: from_rel.clone(),
@@ -318,14 +371,15 @@ impl Session {
                 rel: to_rel.clone(),
                 before: before_to,
                 after: Some(before_from),
-                created_dirs: to_parent.created.clone(),
+                created_dirs: missing,
                 in_flight: Some(InFlight { temp: None }),
             },
         ];
-        let entries = match self.record(workspace, message_id, drafts) {
-            Ok(e) => e,
+        let entries = self.record(workspace, message_id, drafts)?;
+        let to_parent = match workspace.parent_of(&to_rel, true) {
+            Ok(p) => p.expect("parent_of creates what is missing"),
             Err(e) => {
-                workspace.remove_empty_dirs(&to_parent.created);
+                self.settle_held(&files);
                 return Err(e);
             }
         };
@@ -465,6 +519,7 @@ impl Session {
     ) -> Result<T> {
         self.ensure_dir()?;
         let _g = self.lock_session(Mode::Exclusive)?;
+        crate::revert::sweep_temps(&self.dir);
         let mut idx = Index::load(&self.dir, &self.id)?;
         let original = idx.clone();
         self.settle_in_flight(&mut idx, held);

@@ -255,7 +255,9 @@ impl Workspace {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::io("create directory", display())(e)),
             }
+            crate::crash::point("ws-mkdir");
             sys::fsync_dir(dir).map_err(Error::io("sync directory", display()))?;
+            crate::crash::point("ws-mkdir-synced");
             match dir.open_dir_nofollow(comp) {
                 Ok(next) => return Ok(Step::Created(next)),
                 // Replaced between our mkdir and open: look again.
@@ -353,6 +355,11 @@ impl Workspace {
     }
 }
 
+/// A fresh name for a temporary in a workspace directory.
+pub(crate) fn new_temp_name() -> String {
+    format!("{TEMP_PREFIX}{:016x}.tmp", random_u64())
+}
+
 enum Step {
     Opened(Dir),
     Created(Dir),
@@ -443,7 +450,10 @@ impl Parent {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(Error::io("delete", &self.display)(e)),
         }
-        sys::fsync_dir(&self.dir).map_err(Error::io("sync directory of", &self.display))
+        crate::crash::point("ws-removed");
+        sys::fsync_dir(&self.dir).map_err(Error::io("sync directory of", &self.display))?;
+        crate::crash::point("ws-removed-synced");
+        Ok(())
     }
 
     /// Deletes a temporary this store made in this directory, if it is there.
@@ -470,7 +480,12 @@ impl<'p> NewContents<'p> {
     /// Creates the temporary with permission bits `mode` (new files pass
     /// `0o666` and the umask applies).
     pub(crate) fn create(parent: &'p Parent, mode: u32) -> Result<Self> {
-        let temp = format!("{TEMP_PREFIX}{:016x}.tmp", random_u64());
+        Self::create_named(parent, mode, new_temp_name())
+    }
+
+    /// As [`NewContents::create`], with the temporary name chosen (and
+    /// recorded) by the caller.
+    pub(crate) fn create_named(parent: &'p Parent, mode: u32, temp: String) -> Result<Self> {
         let err = Error::io("create a temporary beside", &parent.display);
         if let Some(file) = sys::open_tmpfile(&parent.dir, mode)
             .map_err(Error::io("create a temporary beside", &parent.display))?
@@ -502,10 +517,12 @@ impl<'p> NewContents<'p> {
 
     /// Streams `reader` in; returns the SHA-256 and size of what was written.
     pub(crate) fn fill(&mut self, reader: &mut dyn Read, source: &Path) -> Result<(String, u64)> {
-        hash::copy_hashing(reader, Some(&mut self.file)).map_err(|e| match e {
+        let filled = hash::copy_hashing(reader, Some(&mut self.file)).map_err(|e| match e {
             CopyError::Read(e) => Error::io("read", source)(e),
             CopyError::Write(e) => Error::io("write a temporary beside", &self.parent.display)(e),
-        })
+        })?;
+        crate::crash::point("ws-tmp-written");
+        Ok(filled)
     }
 
     /// Sets the mode (when given) and makes the contents durable; returns the
@@ -519,6 +536,7 @@ impl<'p> NewContents<'p> {
         self.file
             .sync_all()
             .map_err(Error::io("sync a temporary beside", display))?;
+        crate::crash::point("ws-tmp-synced");
         sys::file_mode(&self.file).map_err(Error::io("inspect a temporary beside", display))
     }
 
@@ -528,6 +546,7 @@ impl<'p> NewContents<'p> {
             sys::link_tmpfile(&self.file, &self.parent.dir, &self.temp)
                 .map_err(Error::io("name a temporary beside", &self.parent.display))?;
             self.linked = true;
+            crate::crash::point("ws-tmp-linked");
         }
         Ok(())
     }
@@ -540,7 +559,10 @@ impl<'p> NewContents<'p> {
             .rename(&self.temp, &p.dir, &p.name)
             .map_err(Error::io("replace", &p.display))?;
         self.replaced = true;
-        sys::fsync_dir(&p.dir).map_err(Error::io("sync directory of", &p.display))
+        crate::crash::point("ws-renamed");
+        sys::fsync_dir(&p.dir).map_err(Error::io("sync directory of", &p.display))?;
+        crate::crash::point("ws-dir-synced");
+        Ok(())
     }
 }
 

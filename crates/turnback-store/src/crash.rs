@@ -1,0 +1,44 @@
+//! Crash points: with the `failpoints` feature (tests only), a process can be
+//! made to abort right after any step that writes to disk, so that tests can
+//! check what a crash there leaves. `FAILPOINTS="index-renamed=return"` aborts at
+//! the first pass through that point; `"index-renamed=1*off->return"` at the
+//! second. Without the feature every point compiles to nothing.
+
+/// Every crash point, in the order a protected write passes them.
+pub const CRASH_POINTS: &[&str] = &[
+    "blob-written",
+    "blob-synced",
+    "blob-renamed",
+    "blob-dir-synced",
+    "ws-mkdir",
+    "ws-mkdir-synced",
+    "ws-tmp-written",
+    "ws-tmp-synced",
+    "index-tmp-written",
+    "index-tmp-synced",
+    "index-renamed",
+    "index-dir-synced",
+    "ws-tmp-linked",
+    "ws-renamed",
+    "ws-dir-synced",
+    "ws-removed",
+    "ws-removed-synced",
+];
+
+/// Aborts the process here if the environment says so.
+#[cfg(feature = "failpoints")]
+pub(crate) fn point(name: &'static str) {
+    debug_assert!(CRASH_POINTS.contains(&name), "unlisted crash point {name}");
+    static SETUP: std::sync::Once = std::sync::Once::new();
+    SETUP.call_once(|| std::mem::forget(fail::FailScenario::setup()));
+    if fail::eval(name, |_| ()).is_some() {
+        // No unwinding, no destructors: as close to a power cut as a process
+        // can get without taking the kernel's page cache with it.
+        std::process::abort();
+    }
+}
+
+/// Without the `failpoints` feature, nothing.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub(crate) fn point(_name: &'static str) {}

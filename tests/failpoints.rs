@@ -1,0 +1,274 @@
+//! Crash injection at every durable step. The binary the tests run is built with
+//! the store's `failpoints` feature: `FAILPOINTS="P=return"` makes it abort (no
+//! unwinding, no destructors) right after step P, `"P=2*off->return"` at its
+//! third pass. For every crash point, every pass up to the third, and every kind
+//! of operation, the real binary is run to that point and aborted; then the
+//! session is opened again and must hold: the index parses; every backup an
+//! entry or the redo history names exists and matches its hash; each file holds
+//! one whole version; no temporary is left in the workspace; and undoing every
+//! entry (forced where it was never committed) brings the workspace back exactly
+//! as it was before the operations began.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+use turnback_store::{CRASH_POINTS, Error, FileState, Session, Store};
+
+use crate::util::{self, Env, forced};
+
+const SESSION: &str = "crashy";
+
+/// One operation to crash, after a setup done through the library.
+struct Scenario {
+    name: &'static str,
+    /// Files before the setup.
+    initial: &'static [(&'static str, &'static [u8])],
+    /// Writes (path, contents; `None` removes) made before the crashing command.
+    setup: &'static [(&'static str, Option<&'static [u8]>)],
+    /// The crashing command's arguments and standard input.
+    args: &'static [&'static str],
+    stdin: &'static [u8],
+    /// For each file the command touches, the whole versions it may hold
+    /// after a crash (`None`: absent).
+    versions: &'static [(&'static str, &'static [Option<&'static [u8]>])],
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "write over an existing file",
+        initial: &[("f.txt", b"old contents\n")],
+        setup: &[],
+        args: &["write", "f.txt", "--message", "m1"],
+        stdin: b"new contents\n",
+        versions: &[("f.txt", &[Some(b"old contents\n"), Some(b"new contents\n")])],
+    },
+    Scenario {
+        name: "write of a new file in new directories",
+        initial: &[],
+        setup: &[],
+        args: &["write", "d/e/f.txt", "--message", "m1"],
+        stdin: b"fresh\n",
+        versions: &[("d/e/f.txt", &[None, Some(b"fresh\n")])],
+    },
+    Scenario {
+        name: "rm",
+        initial: &[("gone.txt", b"bye\n")],
+        setup: &[],
+        args: &["rm", "gone.txt", "--message", "m1"],
+        stdin: b"",
+        versions: &[("gone.txt", &[Some(b"bye\n"), None])],
+    },
+    Scenario {
+        name: "mv",
+        initial: &[("a.txt", b"moving\n")],
+        setup: &[],
+        args: &["mv", "a.txt", "sub/b.txt", "--message", "m1"],
+        stdin: b"",
+        versions: &[
+            ("a.txt", &[Some(b"moving\n"), None]),
+            ("sub/b.txt", &[None, Some(b"moving\n")]),
+        ],
+    },
+    Scenario {
+        name: "undo of a write",
+        initial: &[("f.txt", b"v1\n")],
+        setup: &[("f.txt", Some(b"v2\n"))],
+        args: &["undo"],
+        stdin: b"",
+        versions: &[("f.txt", &[Some(b"v1\n"), Some(b"v2\n")])],
+    },
+    Scenario {
+        name: "rewind of three files (an edit, a creation in a new directory, a removal)",
+        initial: &[("a.txt", b"a1\n"), ("c.txt", b"c1\n")],
+        setup: &[
+            ("a.txt", Some(b"a2\n")),
+            ("new/b.txt", Some(b"b\n")),
+            ("c.txt", None),
+        ],
+        args: &["rewind", "m0"],
+        stdin: b"",
+        versions: &[
+            ("a.txt", &[Some(b"a1\n"), Some(b"a2\n")]),
+            ("new/b.txt", &[None, Some(b"b\n")]),
+            ("c.txt", &[Some(b"c1\n"), None]),
+        ],
+    },
+];
+
+/// Sets the scenario up; returns the env and the workspace as it began.
+fn set_up(s: &Scenario) -> (Env, BTreeMap<std::path::PathBuf, String>) {
+    let env = Env::new();
+    for (path, bytes) in s.initial {
+        let p = env.path(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    let start = util::tree_digest(env.ws.path());
+    let session = env.session(SESSION);
+    let ws = env.workspace();
+    for (i, (path, contents)) in s.setup.iter().enumerate() {
+        let message = if i == 0 {
+            "m0".to_owned()
+        } else {
+            format!("m0-{i}")
+        };
+        match contents {
+            Some(bytes) => session.write(&ws, path, *bytes, &message).map(drop),
+            None => session.remove(&ws, path, &message).map(drop),
+        }
+        .unwrap();
+    }
+    (env, start)
+}
+
+/// Runs the scenario's command with `FAILPOINTS`; true if it aborted there.
+fn crash(env: &Env, s: &Scenario, failpoints: &str) -> bool {
+    let mut child = Command::new(util::bin())
+        .args(s.args)
+        .current_dir(env.ws.path())
+        .env("TURNBACK_HOME", env.home.path())
+        .env("TURNBACK_SESSION", SESSION)
+        .env("FAILPOINTS", failpoints)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(s.stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    match out.status.signal() {
+        Some(6) => true,
+        Some(sig) => panic!("{}: {failpoints}: killed by signal {sig}", s.name),
+        None => {
+            assert!(
+                out.status.success(),
+                "{}: {failpoints}: failed without crashing: {}",
+                s.name,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            false
+        }
+    }
+}
+
+/// Every backup that an entry or the redo history names is there and whole.
+fn backups_verify(session: &Session, what: &str) {
+    let mut named: BTreeSet<String> = BTreeSet::new();
+    let mut add = |s: &FileState| named.extend(s.sha256.clone());
+    for e in session.entries().unwrap() {
+        add(&e.before);
+    }
+    for r in session.history().unwrap() {
+        r.entries.iter().for_each(|e| add(&e.before));
+        r.files
+            .iter()
+            .filter_map(|f| f.overwritten.as_ref())
+            .for_each(&mut add);
+        r.files.iter().for_each(|f| add(&f.restored));
+    }
+    for hash in named {
+        let blob = session.dir().join("blobs").join(&hash);
+        let bytes = std::fs::read(&blob)
+            .unwrap_or_else(|e| panic!("{what}: backup {hash} is missing: {e}"));
+        assert_eq!(
+            util::sha256_hex(&bytes),
+            hash,
+            "{what}: backup {hash} is damaged"
+        );
+    }
+}
+
+fn check_after_crash(
+    env: &Env,
+    s: &Scenario,
+    start: &BTreeMap<std::path::PathBuf, String>,
+    what: &str,
+) {
+    // The session opens (settling what the dead process left half done) and its
+    // index parses.
+    let store = Store::new(env.home.path());
+    let session = store
+        .open_session(SESSION)
+        .unwrap_or_else(|e| panic!("{what}: the session does not open: {e}"));
+    session.entries().unwrap_or_else(|e| panic!("{what}: {e}"));
+    backups_verify(&session, what);
+    // Each file holds one whole version.
+    for (path, allowed) in s.versions {
+        let now = std::fs::read(env.path(path)).ok();
+        assert!(
+            allowed.iter().any(|v| v.map(<[u8]>::to_vec) == now),
+            "{what}: {path} holds {:?}, not a whole version",
+            now.map(|b| String::from_utf8_lossy(&b).into_owned())
+        );
+    }
+    assert_eq!(
+        util::stray_temps(env.ws.path()),
+        Vec::<std::path::PathBuf>::new(),
+        "{what}: temporaries left"
+    );
+    // Everything undoes, back to the start.
+    loop {
+        match session.undo(forced()) {
+            Ok(_) => {}
+            Err(Error::NothingToUndo { .. }) => break,
+            Err(e) => panic!("{what}: undo after the crash: {e}"),
+        }
+    }
+    assert_eq!(
+        &util::tree_digest(env.ws.path()),
+        start,
+        "{what}: undoing everything did not restore the start"
+    );
+    assert_eq!(
+        util::stray_temps(env.ws.path()),
+        Vec::<std::path::PathBuf>::new(),
+        "{what}: temporaries left"
+    );
+}
+
+#[test]
+fn a_crash_after_any_durable_step_leaves_a_store_that_recovers() {
+    let mut reached: BTreeSet<&str> = BTreeSet::new();
+    let mut crashes = 0;
+    for s in SCENARIOS {
+        for point in CRASH_POINTS {
+            for pass in 0..3 {
+                let failpoints = match pass {
+                    0 => format!("{point}=return"),
+                    n => format!("{point}={n}*off->return"),
+                };
+                let (env, start) = set_up(s);
+                if !crash(&env, s, &failpoints) {
+                    break; // not reached this many times by this operation
+                }
+                crashes += 1;
+                reached.insert(point);
+                check_after_crash(&env, s, &start, &format!("{} at {failpoints}", s.name));
+            }
+        }
+    }
+    let missed: Vec<&&str> = CRASH_POINTS
+        .iter()
+        .filter(|p| !reached.contains(**p))
+        .collect();
+    assert!(
+        missed.is_empty(),
+        "crash points no scenario reached: {missed:?}"
+    );
+    eprintln!(
+        "{crashes} crashes at {} crash points survived",
+        reached.len()
+    );
+}
+
+#[test]
+fn without_failpoints_the_scenarios_run_through() {
+    for s in SCENARIOS {
+        let (env, _) = set_up(s);
+        assert!(!crash(&env, s, ""), "{}", s.name);
+        let session = env.store().open_session(SESSION).unwrap();
+        assert!(!session.entries().unwrap().is_empty() || !session.history().unwrap().is_empty());
+    }
+}
