@@ -26,3 +26,5 @@ mod turns;
 mod interactive;
 // Crash injection: the binary aborted after every durable step, then recovery checked.
 mod failpoints;
+// One test per bad input DESIGN.md lists: its documented error, nothing lost.
+mod catalogue;

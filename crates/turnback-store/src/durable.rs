@@ -25,25 +25,34 @@ pub(crate) enum Durability {
 /// `name`; a crash leaves at most that one file, which the next write truncates.
 pub(crate) fn replace(dir: &Path, name: &str, bytes: &[u8], durability: Durability) -> Result<()> {
     let tmp = dir.join(format!("{name}.tmp"));
-    let target = dir.join(name);
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .map_err(Error::io("create", &tmp))?;
-    f.write_all(bytes).map_err(Error::io("write", &tmp))?;
-    crate::crash::point("index-tmp-written");
-    f.sync_all().map_err(Error::io("sync", &tmp))?;
-    crate::crash::point("index-tmp-synced");
-    drop(f);
-    std::fs::rename(&tmp, &target).map_err(Error::io("rename into place", &target))?;
+    let result = replace_via(&tmp, &dir.join(name), bytes);
+    if result.is_err() {
+        // A failed write (a full disk, say) leaves nothing behind; the
+        // original is untouched.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result?;
     crate::crash::point("index-renamed");
     if durability == Durability::Full {
         sys::fsync_dir_path(dir).map_err(Error::io("sync directory", dir))?;
         crate::crash::point("index-dir-synced");
     }
     Ok(())
+}
+
+fn replace_via(tmp: &Path, target: &Path, bytes: &[u8]) -> Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)
+        .map_err(Error::io("create", tmp))?;
+    f.write_all(bytes).map_err(Error::io("write", tmp))?;
+    crate::crash::point("index-tmp-written");
+    f.sync_all().map_err(Error::io("sync", tmp))?;
+    crate::crash::point("index-tmp-synced");
+    drop(f);
+    std::fs::rename(tmp, target).map_err(Error::io("rename into place", target))
 }
 
 #[cfg(test)]

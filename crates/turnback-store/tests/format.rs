@@ -100,6 +100,9 @@ fn fuzz_corpora_hold_their_properties() {
                 turnback_store::fuzz_support::relative_path(s)
             }
         }),
+        ("operations", &|b: &[u8]| {
+            turnback_store::fuzz_support::operation_sequence(b)
+        }),
     ] {
         for f in std::fs::read_dir(corpus.join(target)).unwrap() {
             check(&std::fs::read(f.unwrap().path()).unwrap());
