@@ -28,3 +28,5 @@ mod interactive;
 mod failpoints;
 // One test per bad input DESIGN.md lists: its documented error, nothing lost.
 mod catalogue;
+// Symlink races and many processes at once.
+mod races;

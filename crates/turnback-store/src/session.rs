@@ -182,10 +182,11 @@ impl Session {
             };
             Some(self.record(workspace, message_id, vec![draft])?.remove(0))
         };
+        let early_seqs: Vec<u64> = early.iter().map(|e| e.seq).collect();
         let parent = match workspace.parent_of(&rel, true) {
             Ok(p) => p.expect("parent_of creates what is missing"),
             Err(e) => {
-                self.settle_own(workspace, &rel);
+                self.forget(workspace, &early_seqs, &[]);
                 return Err(e);
             }
         };
@@ -216,18 +217,19 @@ impl Session {
         let (new, entry) = match recorded {
             Ok(r) => r,
             Err(e) => {
-                // The file is untouched: the entry made early goes with the
-                // directories it names; without one, the directories made go.
-                match early {
-                    Some(_) => self.settle_own(workspace, &rel),
-                    None => drop(workspace.remove_empty_dirs(&parent.created)),
-                }
+                // The file is untouched: the entry made early goes, with the
+                // directories this writer made.
+                self.forget(workspace, &early_seqs, &parent.created);
                 return Err(e);
             }
         };
-        if let Err(e) = new.replace_target() {
-            self.settle_own(workspace, &rel);
-            return Err(e);
+        if let Err(failed) = new.replace_target_reporting() {
+            match failed.visible {
+                // Replaced, but perhaps not durably: let the file decide.
+                true => self.settle_own(workspace, &rel),
+                false => self.forget(workspace, &[entry.seq], &parent.created),
+            }
+            return Err(failed.error);
         }
         self.land(&[entry.seq]);
         Ok(Entry {
@@ -286,9 +288,12 @@ impl Session {
             in_flight: Some(in_flight),
         };
         let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
-        if let Err(e) = parent.remove_target() {
-            self.settle_own(workspace, &rel);
-            return Err(e);
+        if let Err(failed) = parent.remove_target_reporting() {
+            match failed.visible {
+                true => self.settle_own(workspace, &rel),
+                false => self.forget(workspace, &[entry.seq], &[]),
+            }
+            return Err(failed.error);
         }
         self.land(&[entry.seq]);
         Ok(Entry {
@@ -314,6 +319,20 @@ impl Session {
     /// recovery decide from the file itself, as it would after a crash, while this
     /// writer still holds the file's lock. Best effort; the next change settles it
     /// otherwise.
+    /// A change that failed before it touched the file: its entries go (the
+    /// writer knows, so the file is not asked), and so do the directories this
+    /// writer made for it, if still empty. Best effort, like any cleanup on an
+    /// error path; a crash here is settled as any other.
+    fn forget(&self, workspace: &Workspace, seqs: &[u64], made: &[String]) {
+        if !seqs.is_empty() {
+            let _ = self.mutate(Durability::Full, |idx| {
+                idx.entries.retain(|e| !seqs.contains(&e.seq));
+                Ok(())
+            });
+        }
+        workspace.remove_empty_dirs(made);
+    }
+
     fn settle_own(&self, workspace: &Workspace, rel: &str) {
         self.settle_held(&BTreeSet::from([workspace.root().join(rel)]));
     }
@@ -376,30 +395,31 @@ impl Session {
             },
         ];
         let entries = self.record(workspace, message_id, drafts)?;
+        let seqs: Vec<u64> = entries.iter().map(|e| e.seq).collect();
         let to_parent = match workspace.parent_of(&to_rel, true) {
             Ok(p) => p.expect("parent_of creates what is missing"),
             Err(e) => {
-                self.settle_held(&files);
+                self.forget(workspace, &seqs, &[]);
                 return Err(e);
             }
         };
-        let moved = from_parent
+        if let Err(e) = from_parent
             .dir
             .rename(&from_parent.name, &to_parent.dir, &to_parent.name)
-            .map_err(Error::io("move", workspace.root().join(&from_rel)))
-            .and_then(|()| {
-                crate::sys::fsync_dir(&to_parent.dir)
-                    .and_then(|()| crate::sys::fsync_dir(&from_parent.dir))
-                    .map_err(Error::io(
-                        "sync directory of",
-                        workspace.root().join(&to_rel),
-                    ))
-            });
-        if let Err(e) = moved {
-            self.settle_held(&files);
-            return Err(e);
+        {
+            self.forget(workspace, &seqs, &to_parent.created);
+            return Err(Error::io("move", workspace.root().join(&from_rel))(e));
         }
-        let seqs: Vec<u64> = entries.iter().map(|e| e.seq).collect();
+        let synced = crate::sys::fsync_dir(&to_parent.dir)
+            .and_then(|()| crate::sys::fsync_dir(&from_parent.dir));
+        if let Err(e) = synced {
+            // Moved, but perhaps not durably: let the files decide.
+            self.settle_held(&files);
+            return Err(Error::io(
+                "sync directory of",
+                workspace.root().join(&to_rel),
+            )(e));
+        }
         self.land(&seqs);
         Ok(entries
             .into_iter()

@@ -330,7 +330,10 @@ impl Workspace {
                 prefix.push('/');
             }
             prefix.push_str(comp);
-            if !missing.is_empty() || self.dir.symlink_metadata(&prefix).is_err() {
+            // Only what is not there is missing; a link or anything else in the
+            // way is for the walk that makes the directories to refuse.
+            let absent = matches!(self.dir.symlink_metadata(&prefix), Err(e) if e.kind() == io::ErrorKind::NotFound);
+            if !missing.is_empty() || absent {
                 missing.push(prefix.clone());
             }
         }
@@ -399,6 +402,29 @@ pub(crate) struct OpenFile {
     pub(crate) display: PathBuf,
 }
 
+/// A change to a workspace file that failed, and whether it is visible anyway.
+pub(crate) struct Failed {
+    pub(crate) error: Error,
+    /// True when the file was changed and only making that durable failed.
+    pub(crate) visible: bool,
+}
+
+impl Failed {
+    fn untouched(error: Error) -> Failed {
+        Failed {
+            error,
+            visible: false,
+        }
+    }
+
+    fn visible(error: Error) -> Failed {
+        Failed {
+            error,
+            visible: true,
+        }
+    }
+}
+
 /// What is at a file's name right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TargetKind {
@@ -445,13 +471,20 @@ impl Parent {
 
     /// Deletes the file (not following a link), then makes that durable.
     pub(crate) fn remove_target(&self) -> Result<()> {
+        self.remove_target_reporting().map_err(|f| f.error)
+    }
+
+    /// [`Parent::remove_target`], saying on failure whether the file was gone
+    /// already (only the directory sync failed).
+    pub(crate) fn remove_target_reporting(&self) -> Result<(), Failed> {
         match self.dir.remove_file(&self.name) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::io("delete", &self.display)(e)),
+            Err(e) => return Err(Failed::untouched(Error::io("delete", &self.display)(e))),
         }
         crate::crash::point("ws-removed");
-        sys::fsync_dir(&self.dir).map_err(Error::io("sync directory of", &self.display))?;
+        sys::fsync_dir(&self.dir)
+            .map_err(|e| Failed::visible(Error::io("sync directory of", &self.display)(e)))?;
         crate::crash::point("ws-removed-synced");
         Ok(())
     }
@@ -552,15 +585,22 @@ impl<'p> NewContents<'p> {
     }
 
     /// Renames the contents over the file and makes the rename durable.
-    pub(crate) fn replace_target(mut self) -> Result<()> {
-        self.link()?;
+    pub(crate) fn replace_target(self) -> Result<()> {
+        self.replace_target_reporting().map_err(|f| f.error)
+    }
+
+    /// [`NewContents::replace_target`], saying on failure whether the file was
+    /// replaced already (only the directory sync failed).
+    pub(crate) fn replace_target_reporting(mut self) -> Result<(), Failed> {
+        self.link().map_err(Failed::untouched)?;
         let p = self.parent;
         p.dir
             .rename(&self.temp, &p.dir, &p.name)
-            .map_err(Error::io("replace", &p.display))?;
+            .map_err(|e| Failed::untouched(Error::io("replace", &p.display)(e)))?;
         self.replaced = true;
         crate::crash::point("ws-renamed");
-        sys::fsync_dir(&p.dir).map_err(Error::io("sync directory of", &p.display))?;
+        sys::fsync_dir(&p.dir)
+            .map_err(|e| Failed::visible(Error::io("sync directory of", &p.display)(e)))?;
         crate::crash::point("ws-dir-synced");
         Ok(())
     }
