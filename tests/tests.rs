@@ -28,5 +28,7 @@ mod interactive;
 mod failpoints;
 // One test per bad input DESIGN.md lists: its documented error, nothing lost.
 mod catalogue;
+// A model of the store, checked against the real one under random operation sequences.
+mod model;
 // Symlink races and many processes at once.
 mod races;
