@@ -11,33 +11,14 @@ use std::time::{Duration, Instant};
 
 use turnback_store::{Entry, Error, FileState, Session};
 
-use crate::util::{self, Env, forced, names_under, plain, read, read_text, sha256_hex};
+use crate::util::{self, Env, Rng, forced, names_under, plain, read, read_text, sha256_hex};
 
 // ---------------------------------------------------------------------------
 // Helpers
 
-/// A small deterministic pseudo-random sequence (xorshift64*), no crates.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform-ish in `0..=max`.
-    fn below(&mut self, max: u64) -> u64 {
-        self.next() % (max + 1)
-    }
-}
-
 /// `len` pseudo-random bytes from `seed`: contents no two seeds share.
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::new(seed);
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
         out.extend_from_slice(&rng.next().to_le_bytes());
@@ -720,14 +701,14 @@ fn sigkill_at_random_moments_leaves_one_whole_version() {
     );
     assert_eq!(tally.file_new, 1);
 
-    let mut rng = Rng(0x5EED_1234_ABCD_0001);
+    let mut rng = Rng::new(0x5EED_1234_ABCD_0001);
     let mut killed = 0;
     for round in 0..15 {
         let delay = if round % 3 == 2 {
             let upper = (whole.as_micros() as u64 * 12 / 10).max(60_000);
-            Duration::from_micros(60_000 + rng.below(upper - 60_000))
+            Duration::from_micros(60_000 + rng.up_to(upper - 60_000))
         } else {
-            Duration::from_micros(rng.below(60_000))
+            Duration::from_micros(rng.up_to(60_000))
         };
         let mut child = spawn_writer(&env, "k", "big.bin", &new_path);
         std::thread::sleep(delay);

@@ -45,7 +45,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 use turnback_store::{Error, Session, Store, Workspace};
 
-use crate::util::{self, forced, names_under, plain, sha256_hex, stray_temps, tree_digest};
+use crate::util::{self, Rng, forced, names_under, plain, sha256_hex, stray_temps, tree_digest};
 
 /// Revert attempts of the short tier, which runs in CI.
 const SHORT_ATTEMPTS: usize = 300;
@@ -60,33 +60,6 @@ const SWAPPER_ENV: &str = "TURNBACK_RACE_SWAPPER";
 
 // ---------------------------------------------------------------------------
 // Helpers
-
-/// A small deterministic pseudo-random sequence (xorshift64*), no crates.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform-ish in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 fn long_tests() -> bool {
     std::env::var("TURNBACK_LONG_TESTS").is_ok_and(|v| v == "1")

@@ -184,3 +184,36 @@ pub fn stray_temps(dir: &Path) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+/// A small deterministic pseudo-random sequence (xorshift64*), no crates.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A sequence from `seed` (any value; it is mixed first).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform-ish in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// Uniform-ish in `0..=max`.
+    pub fn up_to(&mut self, max: u64) -> u64 {
+        self.next() % (max + 1)
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}

@@ -639,24 +639,11 @@ fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
 /// The newest entry in any session of the store whose "after" is the file as it
 /// is now: the change that made it so.
 fn find_changer(store: &Store, file: &Path, now: &FileState) -> Option<ChangedBy> {
-    let mut best: Option<(Entry, String)> = None;
-    for id in store.session_ids().ok()? {
-        let Ok(idx) = Index::load(&store.sessions_dir().join(&id), &id) else {
-            continue;
-        };
-        for e in idx.entries {
-            let matches =
-                e.absolute_path() == file && e.after.as_ref().is_some_and(|a| a.same_contents(now));
-            if matches
-                && best
-                    .as_ref()
-                    .is_none_or(|(b, _)| (e.time, e.seq) > (b.time, b.seq))
-            {
-                best = Some((e, id.clone()));
-            }
-        }
-    }
-    best.map(|(e, session)| ChangedBy {
+    let made_it_so = |e: &Entry| {
+        e.absolute_path() == file && e.after.as_ref().is_some_and(|a| a.same_contents(now))
+    };
+    let (session, e) = store.newest_entry_where(made_it_so).ok()??;
+    Some(ChangedBy {
         session,
         message_id: e.message_id,
         seq: e.seq,

@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 use crate::error::{Error, Result};
 use crate::hash::to_hex;
 use crate::home;
-use crate::index::Index;
+use crate::index::{Entry, Index};
 use crate::session::Session;
 use crate::session_id;
 use crate::workspace::Workspace;
@@ -197,25 +197,32 @@ impl Store {
     ) -> Result<Option<String>> {
         let path = path.as_ref();
         let candidates = crate::revert::candidate_files(workspace, path)?;
-        let mut best: Option<(OffsetDateTime, u64, String)> = None;
+        let newest = self.newest_entry_where(|e| candidates.contains(&e.absolute_path()))?;
+        Ok(newest.map(|(id, _)| id))
+    }
+
+    /// The newest entry in effect, across every session of the home, that
+    /// `wanted` accepts, with its session's id. Sessions whose index cannot be
+    /// read are skipped.
+    pub(crate) fn newest_entry_where(
+        &self,
+        wanted: impl Fn(&Entry) -> bool,
+    ) -> Result<Option<(String, Entry)>> {
+        let mut best: Option<(String, Entry)> = None;
         for id in self.session_ids()? {
             let Ok(idx) = Index::load(&self.sessions_dir().join(&id), &id) else {
                 continue;
             };
-            for e in idx
-                .entries
-                .iter()
-                .filter(|e| candidates.contains(&e.absolute_path()))
-            {
+            for e in idx.entries.into_iter().filter(|e| wanted(e)) {
                 if best
                     .as_ref()
-                    .is_none_or(|(t, s, _)| (e.time, e.seq) > (*t, *s))
+                    .is_none_or(|(_, b)| (e.time, e.seq) > (b.time, b.seq))
                 {
-                    best = Some((e.time, e.seq, id.clone()));
+                    best = Some((id.clone(), e));
                 }
             }
         }
-        Ok(best.map(|(_, _, id)| id))
+        Ok(best)
     }
 
     /// The lock that serializes checkpoints of one real file across sessions,
