@@ -1052,7 +1052,7 @@ fn make_big(path: &Path, size: usize, seed: u64) {
 }
 
 // ---------------------------------------------------------------------------
-// Synthesized sessions (docs/FORMAT.md, format 2)
+// Synthesized sessions (docs/FORMAT.md, format 3)
 
 /// A workspace root as an index records it.
 struct WsId {
@@ -1097,8 +1097,9 @@ fn write_index(home: &Path, id: &str, entries: Vec<Value>, turns: Vec<Value>, re
     let dir = home.join("sessions").join(id);
     fs::create_dir_all(dir.join("blobs")).unwrap();
     let index = json!({
-        "format": 2,
+        "format": 3,
         "session": id,
+        "journal": 0,
         "next_seq": entries.len() + 1,
         "entries": entries,
         "next_turn": turns.len() + 1,

@@ -582,6 +582,7 @@ fn prune_dry_run() {
         .unwrap();
     let long_ago = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_735_689_600);
     set_mtime(&old.dir().join("index.json"), long_ago);
+    set_mtime(&old.dir().join("journal.jsonl"), long_ago);
     // Twenty recent sessions, so that the old one is not among the 20 newest; one
     // holds a backup nothing names any more, older than the grace period.
     // (A session is on disk from its first change; these have none, so their

@@ -874,10 +874,9 @@ fn prune_dry_run_reports_what_it_would_delete_and_deletes_nothing() {
     };
     // s00 last changed in 2001: beyond both limits.
     let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
-    set_mtime(
-        &store.open_session("s00").unwrap().dir().join("index.json"),
-        old,
-    );
+    let s00 = store.open_session("s00").unwrap();
+    set_mtime(&s00.dir().join("index.json"), old);
+    set_mtime(&s00.dir().join("journal.jsonl"), old);
     // s20 keeps a backup nothing names (a write whose contents never arrived),
     // two hours old.
     struct Broken;

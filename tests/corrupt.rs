@@ -21,11 +21,30 @@ fn with_changes(id: &str) -> (Env, Session, Workspace) {
     s.write(&ws, "b.txt", &b"b two\n"[..], "m2").unwrap();
     s.write(&ws, "sub/c.txt", &b"c\n"[..], "m3").unwrap();
     assert_eq!(s.entries().unwrap().len(), 3);
+    // Everything in index.json, the file these tests damage; the journal has
+    // its own tests below.
+    s.compact().unwrap();
+    assert_eq!(fs::metadata(journal_path(&s)).unwrap().len(), 0);
     (env, s, ws)
 }
 
 fn index_path(s: &Session) -> PathBuf {
     s.dir().join("index.json")
+}
+
+fn journal_path(s: &Session) -> PathBuf {
+    s.dir().join("journal.jsonl")
+}
+
+/// [`with_changes`], then two more writes that stay in the journal (two lines
+/// each: the entry, then the landing that clears its in-flight mark).
+fn with_journal(id: &str) -> (Env, Session, Workspace) {
+    let (env, s, ws) = with_changes(id);
+    s.write(&ws, "a.txt", &b"a three\n"[..], "m4").unwrap();
+    s.write(&ws, "b.txt", &b"b three\n"[..], "m5").unwrap();
+    let journal = fs::read_to_string(journal_path(&s)).unwrap();
+    assert_eq!(journal.lines().count(), 4, "{journal}");
+    (env, s, ws)
 }
 
 /// Everything a failed operation must leave alone.
@@ -188,6 +207,67 @@ fn corrupt_with(id: &str, damage: impl FnOnce(&[u8]) -> Vec<u8>) {
     // Control: with the good index back, everything works again.
     fs::write(index_path(&s), &good).unwrap();
     assert_eq!(s.entries().unwrap().len(), 3);
+}
+
+#[test]
+fn a_damaged_journal_line_stops_everything_and_is_left_alone() {
+    type Damage = fn(&mut Vec<String>);
+    let damages: [(&str, Damage); 3] = [
+        ("garbled", |lines| lines[1] = "{\"n\": oops".into()),
+        ("a-line-missing", |lines| drop(lines.remove(1))),
+        ("climbing", |lines| {
+            let bad = lines[2].replace("\"path\":\"b.txt\"", "\"path\":\"../../etc/passwd\"");
+            assert_ne!(bad, lines[2]);
+            lines[2] = bad;
+        }),
+    ];
+    for (id, damage) in damages {
+        let (env, s, ws) = with_journal(id);
+        let good = fs::read_to_string(journal_path(&s)).unwrap();
+        let mut lines: Vec<String> = good.lines().map(str::to_owned).collect();
+        damage(&mut lines);
+        fs::write(journal_path(&s), lines.join("\n") + "\n").unwrap();
+        every_operation_fails_untouched(&env, &s, &ws, |what, err| match err {
+            Error::CorruptIndex { session, path, .. } => {
+                assert_eq!(session, s.id(), "{id}: {what}: the session named");
+                assert_eq!(path, &journal_path(&s), "{id}: {what}: the path named");
+                assert!(
+                    err.to_string().contains("journal.jsonl"),
+                    "{id}: {what}: {err}"
+                );
+            }
+            other => panic!("{id}: {what}: expected CorruptIndex, got {other:?}"),
+        });
+        // Control: with the good journal back, everything works again.
+        fs::write(journal_path(&s), &good).unwrap();
+        assert_eq!(s.entries().unwrap().len(), 5, "{id}");
+    }
+}
+
+#[test]
+fn a_torn_last_journal_line_is_a_change_that_never_happened() {
+    let (env, s, ws) = with_journal("torn");
+    let entries = s.entries().unwrap();
+    let good = read(journal_path(&s));
+    // A writer died part way through its line (never acknowledged).
+    let mut torn = good.clone();
+    torn.extend_from_slice(br#"{"n":7,"ops":[{"op":"entry","entry":{"seq":6,"mess"#);
+    fs::write(journal_path(&s), &torn).unwrap();
+    let other = env.store().open_session(s.id()).unwrap();
+    assert_eq!(other.entries().unwrap(), entries);
+    assert_eq!(read(journal_path(&s)), torn, "a reader cut the line off");
+    // The next change cuts it off and appends a whole line after the last one.
+    other.write(&ws, "a.txt", &b"a four\n"[..], "m6").unwrap();
+    let now = read(journal_path(&s));
+    assert!(now.starts_with(&good) && now.ends_with(b"\n"));
+    for line in String::from_utf8(now).unwrap().lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+    assert_eq!(s.entries().unwrap().len(), entries.len() + 1);
+    for _ in 0..6 {
+        s.undo(plain()).unwrap();
+    }
+    assert_eq!(read(env.path("a.txt")), b"a one\n");
 }
 
 #[test]

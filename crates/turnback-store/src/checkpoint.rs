@@ -136,21 +136,22 @@ impl Session {
             dry_run: false,
         };
         let id = self.id().to_owned();
-        revert::revert_locked(
-            self,
-            opts,
-            &|idx| match idx.entries.iter().find(|e| e.seq == seq) {
-                None => Err(Error::NoSuchEntry {
-                    session: id.clone(),
-                    seq,
-                }),
-                Some(e) if e.is_committed() => Err(Error::AlreadyCommitted {
-                    session: id.clone(),
-                    seq,
-                }),
-                Some(_) => Ok(vec![seq]),
-            },
-        )?;
+        revert::revert_locked(self, opts, &|idx| match idx
+            .entries
+            .binary_search_by_key(&seq, |e| e.seq)
+            .ok()
+            .map(|i| &idx.entries[i])
+        {
+            None => Err(Error::NoSuchEntry {
+                session: id.clone(),
+                seq,
+            }),
+            Some(e) if e.is_committed() => Err(Error::AlreadyCommitted {
+                session: id.clone(),
+                seq,
+            }),
+            Some(_) => Ok(vec![seq]),
+        })?;
         Ok(())
     }
 }

@@ -14,6 +14,10 @@ pub const CRASH_POINTS: &[&str] = &[
     "ws-mkdir-synced",
     "ws-tmp-written",
     "ws-tmp-synced",
+    "journal-written",
+    "journal-synced",
+    // Writing the snapshot: a session's first change, a compaction, and the
+    // revert marker (`reverting.json`) go through the same durable replace.
     "index-tmp-written",
     "index-tmp-synced",
     "index-renamed",

@@ -14,10 +14,11 @@ use crate::sys;
 pub(crate) enum Durability {
     /// Contents and the rename are on disk.
     Full,
-    /// Contents are on disk before the rename (so the file is never seen torn);
-    /// the rename itself may be lost, leaving the previous version. For writes
-    /// whose loss recovery repairs.
-    RenameMayBeLost,
+    /// May be lost in a power cut, leaving the previous version (never a torn
+    /// one): for changes whose loss recovery repairs. A replacement syncs the
+    /// contents before the rename but not the directory after; a journal line
+    /// is not synced (the next synced line, or the kernel, takes it to disk).
+    MayBeLost,
 }
 
 /// Replaces `dir/name` with `bytes`. The temporary name is fixed
@@ -63,7 +64,7 @@ mod tests {
     fn replaces_and_leaves_no_temporary() {
         let dir = tempfile::tempdir().unwrap();
         replace(dir.path(), "f.json", b"one", Durability::Full).unwrap();
-        replace(dir.path(), "f.json", b"two", Durability::RenameMayBeLost).unwrap();
+        replace(dir.path(), "f.json", b"two", Durability::MayBeLost).unwrap();
         assert_eq!(std::fs::read(dir.path().join("f.json")).unwrap(), b"two");
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -5,21 +5,12 @@
 //! processes. Losing the newest mark in a crash is harmless (the agent reads the
 //! file again), so marking does not sync the index's directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::durable::Durability;
 use crate::error::{Error, Result};
-use crate::index::{FileState, Index, ReadMark};
 use crate::session::Session;
 use crate::workspace::Workspace;
-
-/// Records `state` as what this session last saw of `file`.
-pub(crate) fn mark(idx: &mut Index, file: PathBuf, state: FileState) {
-    match idx.reads.iter_mut().find(|m| m.file == file) {
-        Some(m) => m.state = state,
-        None => idx.reads.push(ReadMark { file, state }),
-    }
-}
 
 impl Session {
     /// Notes that the agent read `path` (as it is now): a later
@@ -28,8 +19,8 @@ impl Session {
         let rel = workspace.resolve(path)?;
         let state = workspace.current_state(&rel)?;
         let file = workspace.root().join(&rel);
-        self.mutate(Durability::RenameMayBeLost, |idx| {
-            mark(idx, file, state);
+        self.mutate(Durability::MayBeLost, |idx| {
+            idx.mark_read(file, state);
             Ok(())
         })
     }
@@ -45,8 +36,8 @@ impl Session {
             return Ok(());
         }
         let file = workspace.root().join(&rel);
-        let idx = self.read_index()?;
-        match idx.reads.iter().find(|m| m.file == file) {
+        let mark = self.view(|s| s.read_mark(&file).cloned())?;
+        match mark {
             None => Err(Error::NotRead {
                 session: self.id().to_owned(),
                 path: file,

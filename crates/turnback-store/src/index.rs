@@ -15,9 +15,11 @@ use crate::error::{Error, Result};
 use crate::hash::is_sha256_hex;
 
 /// The format version this build writes and the newest it reads. Format 1 had
-/// no turns, no revert history and no read marks; it is read as a format 2 index
-/// without them.
-pub const FORMAT_VERSION: u64 = 2;
+/// no turns, no revert history and no read marks; format 2 had no journal
+/// (`journal.jsonl`). Both are read as a format 3 index without them, and the
+/// first change rewrites the snapshot as format 3, so that an older build that
+/// cannot see the journal refuses the session instead of misreading it.
+pub const FORMAT_VERSION: u64 = 3;
 
 /// The file name of a session's index.
 pub(crate) const INDEX_FILE: &str = "index.json";
@@ -203,11 +205,15 @@ impl Entry {
     }
 }
 
-/// A session's index as stored.
+/// A session's index as stored: the snapshot `index.json` (with the journal's
+/// lines replayed on it, in memory).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Index {
     pub(crate) format: u64,
     pub(crate) session: String,
+    /// The number of the last journal line this snapshot holds (0: none).
+    #[serde(default)]
+    pub(crate) journal: u64,
     pub(crate) next_seq: u64,
     pub(crate) entries: Vec<Entry>,
     #[serde(default)]
@@ -236,6 +242,7 @@ impl Index {
         Index {
             format: FORMAT_VERSION,
             session: session.to_owned(),
+            journal: 0,
             next_seq: 1,
             entries: Vec::new(),
             turns: Vec::new(),
@@ -249,18 +256,6 @@ impl Index {
     /// The number of the turn under way (0 before any).
     pub(crate) fn current_turn(&self) -> u32 {
         self.turns.last().map_or(0, |t| t.number)
-    }
-
-    /// Reads the index of `session` in `dir`. A missing file is an empty session;
-    /// anything unreadable is an error and the file is left as it is.
-    pub(crate) fn load(dir: &Path, session: &str) -> Result<Index> {
-        let path = dir.join(INDEX_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Index::empty(session)),
-            Err(e) => return Err(Error::io("read", &path)(e)),
-        };
-        Self::parse(&bytes, session, &path)
     }
 
     pub(crate) fn parse(bytes: &[u8], session: &str, path: &Path) -> Result<Index> {
@@ -303,46 +298,13 @@ impl Index {
                     e.seq, self.next_seq
                 ));
             }
-            if !is_relative_path(&e.path) {
-                return Err(format!("entry {} has an unsafe path {:?}", e.seq, e.path));
-            }
-            if !e.workspace.path.is_absolute() {
-                return Err(format!("entry {} has a relative workspace root", e.seq));
-            }
-            for state in std::iter::once(&e.before).chain(e.after.as_ref()) {
-                check_state(state).map_err(|why| format!("entry {}: {why}", e.seq))?;
-            }
-            if let Some(dir) = e.created_dirs.iter().find(|d| !is_relative_path(d)) {
-                return Err(format!("entry {} has an unsafe directory {dir:?}", e.seq));
-            }
-            if let Some(t) = e.in_flight.as_ref().and_then(|f| f.temp.as_deref())
-                && !is_temp_name(t)
-            {
-                return Err(format!(
-                    "entry {} has an unsafe temporary name {t:?}",
-                    e.seq
-                ));
-            }
+            check_entry(e)?;
         }
         for r in &self.history {
-            if let Some(d) = r.removed_dirs.iter().find(|d| !is_relative_path(&d.path)) {
-                return Err(format!(
-                    "revert {} has an unsafe directory {:?}",
-                    r.id, d.path
-                ));
-            }
-            for f in &r.files {
-                if !is_relative_path(&f.path) || !f.workspace.path.is_absolute() {
-                    return Err(format!("revert {} has an unsafe path {:?}", r.id, f.path));
-                }
-                for state in std::iter::once(&f.restored).chain(f.overwritten.as_ref()) {
-                    check_state(state).map_err(|why| format!("revert {}: {why}", r.id))?;
-                }
-            }
+            check_record(r)?;
         }
         for m in &self.reads {
-            check_state(&m.state)
-                .map_err(|why| format!("read mark {}: {why}", m.file.display()))?;
+            check_read(m)?;
         }
         Ok(())
     }
@@ -354,10 +316,59 @@ impl Index {
         bytes.push(b'\n');
         durable::replace(dir, INDEX_FILE, &bytes, durability)
     }
+}
 
-    pub(crate) fn entry_mut(&mut self, seq: u64) -> Option<&mut Entry> {
-        self.entries.iter_mut().find(|e| e.seq == seq)
+/// Rejects an entry that could make the store touch the wrong thing: a path
+/// that climbs out, a blob name that is not a hash, an unsafe temporary name.
+pub(crate) fn check_entry(e: &Entry) -> std::result::Result<(), String> {
+    if !is_relative_path(&e.path) {
+        return Err(format!("entry {} has an unsafe path {:?}", e.seq, e.path));
     }
+    if !e.workspace.path.is_absolute() {
+        return Err(format!("entry {} has a relative workspace root", e.seq));
+    }
+    for state in std::iter::once(&e.before).chain(e.after.as_ref()) {
+        check_state(state).map_err(|why| format!("entry {}: {why}", e.seq))?;
+    }
+    if let Some(dir) = e.created_dirs.iter().find(|d| !is_relative_path(d)) {
+        return Err(format!("entry {} has an unsafe directory {dir:?}", e.seq));
+    }
+    if let Some(t) = e.in_flight.as_ref().and_then(|f| f.temp.as_deref())
+        && !is_temp_name(t)
+    {
+        return Err(format!(
+            "entry {} has an unsafe temporary name {t:?}",
+            e.seq
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_entry`] for a revert record: its entries, files and directories.
+pub(crate) fn check_record(r: &RevertRecord) -> std::result::Result<(), String> {
+    for e in &r.entries {
+        check_entry(e)?;
+    }
+    if let Some(d) = r.removed_dirs.iter().find(|d| !is_relative_path(&d.path)) {
+        return Err(format!(
+            "revert {} has an unsafe directory {:?}",
+            r.id, d.path
+        ));
+    }
+    for f in &r.files {
+        if !is_relative_path(&f.path) || !f.workspace.path.is_absolute() {
+            return Err(format!("revert {} has an unsafe path {:?}", r.id, f.path));
+        }
+        for state in std::iter::once(&f.restored).chain(f.overwritten.as_ref()) {
+            check_state(state).map_err(|why| format!("revert {}: {why}", r.id))?;
+        }
+    }
+    Ok(())
+}
+
+/// [`check_entry`] for a read mark.
+pub(crate) fn check_read(m: &ReadMark) -> std::result::Result<(), String> {
+    check_state(&m.state).map_err(|why| format!("read mark {}: {why}", m.file.display()))
 }
 
 fn check_state(s: &FileState) -> std::result::Result<(), String> {
@@ -426,13 +437,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let idx = index_with(vec![entry(1), entry(2)]);
         idx.save(dir.path(), Durability::Full).unwrap();
-        assert_eq!(Index::load(dir.path(), "s").unwrap(), idx);
+        assert_eq!(crate::journal::load(dir.path(), "s").unwrap(), idx);
     }
 
     #[test]
     fn a_missing_index_is_an_empty_session() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(Index::load(dir.path(), "s").unwrap().entries.is_empty());
+        assert!(
+            crate::journal::load(dir.path(), "s")
+                .unwrap()
+                .entries
+                .is_empty()
+        );
     }
 
     #[test]
@@ -441,7 +457,7 @@ mod tests {
         let path = dir.path().join(INDEX_FILE);
         for bad in [&b"{\"format\":1,"[..], b"", b"[]", b"\xff\xfe"] {
             std::fs::write(&path, bad).unwrap();
-            let err = Index::load(dir.path(), "s").unwrap_err();
+            let err = crate::journal::load(dir.path(), "s").unwrap_err();
             assert!(matches!(err, Error::CorruptIndex { .. }), "{err}");
             assert_eq!(std::fs::read(&path).unwrap(), bad);
         }

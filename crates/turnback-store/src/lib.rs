@@ -82,6 +82,7 @@ mod guard;
 mod hash;
 mod home;
 mod index;
+mod journal;
 mod lock;
 mod retention;
 mod revert;

@@ -14,7 +14,6 @@ use time::OffsetDateTime;
 
 use crate::blobs::Blobs;
 use crate::error::{Error, Result};
-use crate::index::Index;
 use crate::lock;
 use crate::session_id::random_u64;
 use crate::store::Store;
@@ -85,13 +84,20 @@ impl Store {
         let mut candidates: Vec<Candidate> = Vec::new();
         for id in self.session_ids()? {
             let dir = self.sessions_dir().join(&id);
-            // The index changes with every write and undo; the directory stands
-            // in for a session that never wrote one.
-            let last_change = std::fs::metadata(dir.join("index.json"))
-                .or_else(|_| std::fs::metadata(&dir))
-                .and_then(|m| m.modified())
-                .unwrap_or(now);
-            let readable = Index::load(&dir, &id).is_ok();
+            // The index (snapshot or journal) changes with every write and
+            // undo; the directory stands in for a session that never wrote one.
+            let modified =
+                |name: &str| std::fs::metadata(dir.join(name)).and_then(|m| m.modified());
+            let last_change = [
+                modified(crate::index::INDEX_FILE),
+                modified(crate::journal::JOURNAL_FILE),
+            ]
+            .into_iter()
+            .flatten()
+            .max()
+            .or_else(|| std::fs::metadata(&dir).and_then(|m| m.modified()).ok())
+            .unwrap_or(now);
+            let readable = crate::journal::load(&dir, &id).is_ok();
             candidates.push(Candidate {
                 id,
                 last_change,
@@ -168,7 +174,7 @@ impl Store {
         let Ok(Some(_guard)) = lock::try_acquire(&dir.join("lock")) else {
             return (0, 0);
         };
-        let Ok(idx) = Index::load(&dir, id) else {
+        let Ok(idx) = crate::journal::load(&dir, id) else {
             return (0, 0);
         };
         // Entries in effect, and what the revert history keeps for redo.
@@ -211,7 +217,11 @@ mod tests {
 
     fn age(dir: &std::path::Path, days: u64) {
         let t = SystemTime::now() - Duration::from_secs(days * 24 * 3600);
-        for p in [dir.join("index.json"), dir.to_owned()] {
+        for p in [
+            dir.join("index.json"),
+            dir.join("journal.jsonl"),
+            dir.to_owned(),
+        ] {
             if let Ok(f) = std::fs::File::open(&p) {
                 f.set_modified(t).unwrap();
             }
@@ -245,6 +255,27 @@ mod tests {
         assert_eq!(ids(&real), ["s1"]);
         assert_eq!(real.kept, 3);
         assert_eq!(store.session_ids().unwrap(), ["s0", "s2", "s3"]);
+    }
+
+    #[test]
+    fn a_change_in_the_journal_counts_as_a_change() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let s = store.session("s").unwrap();
+        s.write(&ws, "f", &b"x"[..], "m").unwrap();
+        age(s.dir(), 100);
+        let retention = Retention {
+            keep_recent: 0,
+            ..Retention::default()
+        };
+        let removed = |dry| store.prune(&retention, None, dry).unwrap().removed.len();
+        assert_eq!(removed(true), 1, "100 days old");
+        // A change now lands in the journal; index.json keeps its old time.
+        s.write(&ws, "f", &b"y"[..], "m").unwrap();
+        assert_eq!(removed(false), 0, "changed today");
+        assert_eq!(store.session_ids().unwrap(), ["s"]);
     }
 
     #[test]

@@ -220,12 +220,12 @@ impl Session {
     /// a file changed since that revert refuses the redo unless forced.
     pub fn redo(&self, opts: RevertOptions) -> Result<RevertReport> {
         for _ in 0..8 {
-            let idx = self.read_index()?;
-            let record = idx.history.last().ok_or_else(|| Error::NothingToRedo {
+            let record = self.view(|s| s.history.last().cloned())?;
+            let record = record.ok_or_else(|| Error::NothingToRedo {
                 session: self.id().to_owned(),
             })?;
             if opts.dry_run {
-                let mut plans = redo_plans(record);
+                let mut plans = redo_plans(&record);
                 classify(self, &mut plans)?;
                 return Ok(report(self, &plans, false));
             }
@@ -265,15 +265,11 @@ impl Session {
                     }
                 }
                 unmark_temps(self);
-                idx.history.pop();
+                idx.pop_record();
                 for e in record.entries {
-                    let at = idx.entries.partition_point(|x| x.seq < e.seq);
-                    idx.entries.insert(at, e);
+                    idx.insert_entry(e);
                 }
-                let at = record.turns.first().map_or(idx.turns.len(), |t| {
-                    idx.turns.partition_point(|x| x.number < t.number)
-                });
-                idx.turns.splice(at..at, record.turns);
+                idx.insert_turns(record.turns);
                 Ok(Attempt::Done(Ok(report(self, &plans, true))))
             })?;
             if let Attempt::Done(r) = outcome {
@@ -288,7 +284,7 @@ impl Session {
 
     /// The undos, reverts and rewinds that `redo` can still put back, oldest first.
     pub fn history(&self) -> Result<Vec<RevertRecord>> {
-        Ok(self.read_index()?.history)
+        self.view(|s| s.history.clone())
     }
 }
 
@@ -372,15 +368,12 @@ pub(crate) fn revert_entries(
     select: Select,
 ) -> Result<RevertReport> {
     if opts.dry_run {
-        let idx = session.read_index()?;
-        let seqs = select(&idx)?;
-        let mut plans = plan(&idx, &seqs);
+        let mut plans = session.view(|idx| select(idx).map(|seqs| plan(idx, &seqs)))??;
         classify(session, &mut plans)?;
         return Ok(report(session, &plans, false));
     }
     for _ in 0..8 {
-        let idx = session.read_index()?;
-        let files = files_of(&idx, &select(&idx)?);
+        let files = session.view(|idx| select(idx).map(|seqs| files_of(idx, &seqs)))??;
         let _guards = lock_files(session, &files)?;
         match attempt(session, opts, kind, select, Some(&files))? {
             Attempt::Done(r) => return r,
@@ -505,16 +498,10 @@ fn attempt(
             .filter(|e| taken.contains(&e.seq))
             .cloned()
             .collect();
-        idx.entries.retain(|e| !taken.contains(&e.seq));
+        idx.remove_entries(&taken);
         let mut turns = Vec::new();
         if let (Some(n), true) = (kind.turns_from, outcome.is_ok()) {
-            turns = idx
-                .turns
-                .iter()
-                .filter(|t| t.number >= n)
-                .cloned()
-                .collect();
-            idx.turns.retain(|t| t.number < n);
+            turns = idx.split_turns(n);
         }
         let removed_dirs =
             remove_created_dirs(&restored.iter().map(|(p, _)| *p).collect::<Vec<_>>());
@@ -535,8 +522,8 @@ fn attempt(
                     restored: p.target.clone(),
                 })
                 .collect();
-            idx.history.push(RevertRecord {
-                id: idx.next_record,
+            idx.push_record(RevertRecord {
+                id: 0, // numbered by the index
                 kind: name.to_owned(),
                 time: time::OffsetDateTime::now_utc(),
                 entries,
@@ -544,7 +531,6 @@ fn attempt(
                 files,
                 removed_dirs,
             });
-            idx.next_record += 1;
         }
         Ok(Attempt::Done(
             outcome.map(|()| report(session, &plans, true)),

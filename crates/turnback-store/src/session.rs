@@ -25,6 +25,7 @@
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use time::OffsetDateTime;
 
@@ -33,17 +34,22 @@ use crate::checkpoint::Checkpoint;
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState, InFlight, Index};
+use crate::journal::{self, Loaded, State, Tracked};
 use crate::lock::{self, LockError, LockGuard, Mode};
 use crate::store::Store;
 use crate::workspace::{NewContents, Workspace};
 
-/// One session of a store. Cheap to clone; holds no open file.
+/// One session of a store. Cheap to clone (clones share one cache of the
+/// index); holds no open file.
 #[derive(Debug, Clone)]
 pub struct Session {
     store: Store,
     id: String,
     dir: PathBuf,
     blobs: Blobs,
+    /// The index as this process last read it under the lock; brought up to
+    /// date (usually by reading a few journal lines) at every acquisition.
+    cache: Arc<Mutex<Option<Loaded>>>,
 }
 
 /// An entry about to be recorded.
@@ -72,16 +78,11 @@ impl Session {
             id,
             dir,
             blobs,
+            cache: Arc::new(Mutex::new(None)),
         };
         // Settle what a dead writer or revert left half done, so that a session
         // that opens leaves no stray temporary in a workspace.
-        if crate::revert::has_marker(&session.dir)
-            || session
-                .read_index()?
-                .entries
-                .iter()
-                .any(|e| e.in_flight.is_some())
-        {
+        if crate::revert::has_marker(&session.dir) || session.view(|s| !s.in_flight().is_empty())? {
             session.mutate(Durability::Full, |_| Ok(()))?;
         }
         Ok(session)
@@ -108,23 +109,44 @@ impl Session {
 
     /// Every entry, oldest first.
     pub fn entries(&self) -> Result<Vec<Entry>> {
-        Ok(self.read_index()?.entries)
+        self.view(|s| s.entries.clone())
     }
 
     /// Every file the session has entries for, sorted.
     pub fn files(&self) -> Result<Vec<TrackedFile>> {
-        let mut files: Vec<TrackedFile> = self
-            .read_index()?
-            .entries
-            .into_iter()
-            .map(|e| TrackedFile {
-                workspace: e.workspace.path,
-                path: e.path,
-            })
-            .collect();
+        let mut files: Vec<TrackedFile> = self.view(|s| {
+            s.entries
+                .iter()
+                .map(|e| TrackedFile {
+                    workspace: e.workspace.path.clone(),
+                    path: e.path.clone(),
+                })
+                .collect()
+        })?;
         files.sort();
         files.dedup();
         Ok(files)
+    }
+
+    /// Folds the journal (`journal.jsonl`, one line per change) into
+    /// `index.json` now, so that `index.json` alone holds the whole session.
+    /// Changes do this by themselves once the journal has grown as large as
+    /// `index.json`; call it before reading `index.json` with another tool.
+    pub fn compact(&self) -> Result<()> {
+        if !self.dir.is_dir() {
+            return Ok(());
+        }
+        let _g = self.lock_session(Mode::Exclusive)?;
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        Loaded::refresh(&mut cache, &self.dir, &self.id)?;
+        let compacted = cache
+            .as_mut()
+            .expect("refreshed")
+            .compact_if_needed(&self.dir);
+        if compacted.is_err() {
+            *cache = None;
+        }
+        compacted
     }
 
     /// Takes a checkpoint of `path` in `workspace` before the caller changes it:
@@ -258,7 +280,7 @@ impl Session {
             e.in_flight = Some(in_flight);
             e.created_dirs = created.to_vec();
             let (file, done) = (workspace.root().join(&e.path), e.clone());
-            crate::guard::mark(idx, file, after);
+            idx.mark_read(file, after);
             Ok(done)
         })
     }
@@ -307,9 +329,11 @@ impl Session {
     /// synced but its directory is not; and an error here is not the caller's:
     /// their file was written.
     fn land(&self, seqs: &[u64]) {
-        let _ = self.mutate(Durability::RenameMayBeLost, |idx| {
-            for e in idx.entries.iter_mut().filter(|e| seqs.contains(&e.seq)) {
-                e.in_flight = None;
+        let _ = self.mutate(Durability::MayBeLost, |idx| {
+            for &seq in seqs {
+                if let Some(e) = idx.entry_mut(seq) {
+                    e.in_flight = None;
+                }
             }
             Ok(())
         });
@@ -326,7 +350,7 @@ impl Session {
     fn forget(&self, workspace: &Workspace, seqs: &[u64], made: &[String]) {
         if !seqs.is_empty() {
             let _ = self.mutate(Durability::Full, |idx| {
-                idx.entries.retain(|e| !seqs.contains(&e.seq));
+                idx.remove_entries(seqs);
                 Ok(())
             });
         }
@@ -365,7 +389,7 @@ impl Session {
             ));
         }
         let _locks = crate::revert::lock_files(self, &files)?;
-        self.read_index()?;
+        self.view(|_| ())?;
         let before_from = self.back_up(workspace, &from_rel)?;
         let from_parent = match workspace.parent_of(&from_rel, false)? {
             Some(p) if before_from.exists => p,
@@ -433,7 +457,7 @@ impl Session {
     /// [`Session::back_up`] once the index is known to be readable: a damaged
     /// index must not leave a new backup behind that no entry will name.
     fn back_up_checked(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
-        self.read_index()?;
+        self.view(|_| ())?;
         self.back_up(workspace, rel)
     }
 
@@ -466,13 +490,9 @@ impl Session {
             let mut made = Vec::new();
             for d in drafts {
                 let file = root.path.join(&d.rel);
-                let version = 1 + idx
-                    .entries
-                    .iter()
-                    .filter(|e| e.absolute_path() == file)
-                    .count() as u32;
+                let version = 1 + idx.entries_for(&file);
                 let entry = Entry {
-                    seq: idx.next_seq,
+                    seq: idx.take_seq(),
                     message_id: message_id.to_owned(),
                     workspace: root.clone(),
                     path: d.rel,
@@ -485,24 +505,31 @@ impl Session {
                     turn,
                     group,
                 };
-                idx.next_seq += 1;
                 if let Some(after) = &entry.after {
-                    crate::guard::mark(idx, file, after.clone());
+                    idx.mark_read(file, after.clone());
                 }
-                idx.entries.push(entry.clone());
+                idx.insert_entry(entry.clone());
                 made.push(entry);
             }
             Ok(made)
         })
     }
 
-    /// The index as on disk now, read under a shared lock.
-    pub(crate) fn read_index(&self) -> Result<Index> {
+    /// Runs `f` on the index as on disk now, read under a shared lock (from the
+    /// cache, brought up to date).
+    pub(crate) fn view<T>(&self, f: impl FnOnce(&State) -> T) -> Result<T> {
         if !self.dir.is_dir() {
-            return Ok(Index::empty(&self.id));
+            return Ok(f(&State::new(Index::empty(&self.id))));
         }
         let _g = self.lock_session(Mode::Shared)?;
-        Index::load(&self.dir, &self.id)
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        Loaded::refresh(&mut cache, &self.dir, &self.id)?;
+        Ok(f(&cache.as_ref().expect("refreshed").state))
+    }
+
+    /// A copy of the index as on disk now.
+    pub(crate) fn read_index(&self) -> Result<Index> {
+        self.view(|s| s.index().clone())
     }
 
     /// Creates the session's directory with its first change, durably.
@@ -524,7 +551,7 @@ impl Session {
     pub(crate) fn mutate<T>(
         &self,
         durability: Durability,
-        f: impl FnOnce(&mut Index) -> Result<T>,
+        f: impl FnOnce(&mut Tracked) -> Result<T>,
     ) -> Result<T> {
         self.mutate_holding(durability, None, f)
     }
@@ -535,33 +562,27 @@ impl Session {
         &self,
         durability: Durability,
         held: Option<&BTreeSet<PathBuf>>,
-        f: impl FnOnce(&mut Index) -> Result<T>,
+        f: impl FnOnce(&mut Tracked) -> Result<T>,
     ) -> Result<T> {
         self.ensure_dir()?;
         let _g = self.lock_session(Mode::Exclusive)?;
         crate::revert::sweep_temps(&self.dir);
-        let mut idx = Index::load(&self.dir, &self.id)?;
-        let original = idx.clone();
-        self.settle_in_flight(&mut idx, held);
-        let out = f(&mut idx)?;
-        if idx != original {
-            idx.save(&self.dir, durability)?;
-        }
-        Ok(out)
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        // Settling is its own change, durable on its own: what it found is true
+        // of the files whatever `f` then does.
+        journal::change(&mut cache, &self.dir, &self.id, Durability::Full, |idx| {
+            self.settle_in_flight(idx, held);
+            Ok(())
+        })?;
+        journal::change(&mut cache, &self.dir, &self.id, durability, f)
     }
 
     /// Recovery for write-through changes whose process died between recording
     /// the entry and clearing its mark. An entry whose file lock is held belongs to
     /// a live writer and is left alone.
-    fn settle_in_flight(&self, idx: &mut Index, held: Option<&BTreeSet<PathBuf>>) {
-        let pending: Vec<u64> = idx
-            .entries
-            .iter()
-            .filter(|e| e.in_flight.is_some())
-            .map(|e| e.seq)
-            .collect();
-        for seq in pending {
-            let e = idx.entry_mut(seq).expect("collected above").clone();
+    fn settle_in_flight(&self, idx: &mut Tracked, held: Option<&BTreeSet<PathBuf>>) {
+        for seq in idx.in_flight() {
+            let e = idx.entry(seq).expect("in flight").clone();
             let file = e.absolute_path();
             let _guard = if held.is_some_and(|h| h.contains(&file)) {
                 None
@@ -586,7 +607,7 @@ impl Session {
             };
             let done = e.after.as_ref().is_some_and(|a| now.same_contents(a));
             if !done && now.same_contents(&e.before) {
-                idx.entries.retain(|x| x.seq != seq);
+                idx.remove_entries(&[seq]);
                 ws.remove_empty_dirs(&e.created_dirs);
             } else if let Some(entry) = idx.entry_mut(seq) {
                 entry.in_flight = None;

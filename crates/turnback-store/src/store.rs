@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 use crate::error::{Error, Result};
 use crate::hash::to_hex;
 use crate::home;
-use crate::index::{Entry, Index};
+use crate::index::Entry;
 use crate::session::Session;
 use crate::session_id;
 use crate::workspace::Workspace;
@@ -150,7 +150,7 @@ impl Store {
         for id in self.session_ids()? {
             let dir = self.sessions_dir().join(&id);
             let bytes = dir_size(&dir.join("blobs"));
-            let summary = match Index::load(&dir, &id) {
+            let summary = match crate::journal::load(&dir, &id) {
                 Ok(idx) => {
                     // Undone entries count for where a session works and when it
                     // last did something: a person may still want to redo them.
@@ -210,7 +210,7 @@ impl Store {
     ) -> Result<Option<(String, Entry)>> {
         let mut best: Option<(String, Entry)> = None;
         for id in self.session_ids()? {
-            let Ok(idx) = Index::load(&self.sessions_dir().join(&id), &id) else {
+            let Ok(idx) = crate::journal::load(&self.sessions_dir().join(&id), &id) else {
                 continue;
             };
             for e in idx.entries.into_iter().filter(|e| wanted(e)) {

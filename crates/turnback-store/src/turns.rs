@@ -27,15 +27,12 @@ impl Session {
     /// turn belong to turn 0).
     pub fn begin_turn(&self, prompt: &str, conversation_index: Option<u64>) -> Result<u32> {
         self.mutate(Durability::Full, |idx| {
-            let number = idx.next_turn;
-            idx.next_turn += 1;
-            idx.turns.push(Turn {
-                number,
+            Ok(idx.push_turn(Turn {
+                number: 0, // numbered by the index
                 prompt: prompt.to_owned(),
                 time: OffsetDateTime::now_utc(),
                 conversation_index,
-            });
-            Ok(number)
+            }))
         })
     }
 
@@ -43,27 +40,27 @@ impl Session {
     /// conversation index: what a resumed agent needs to rebuild its
     /// conversation boundaries.
     pub fn turn_bounds(&self) -> Result<Vec<Turn>> {
-        Ok(self.read_index()?.turns)
+        self.view(|s| s.turns.clone())
     }
 
     /// The turns in effect, oldest first, with the entries and files each changed.
     pub fn turns(&self) -> Result<Vec<TurnSummary>> {
-        let idx = self.read_index()?;
-        Ok(idx
-            .turns
-            .iter()
-            .map(|t| {
-                let mine: Vec<_> = idx.entries.iter().filter(|e| e.turn == t.number).collect();
-                let mut files: Vec<_> = mine.iter().map(|e| e.absolute_path()).collect();
-                files.sort();
-                files.dedup();
-                TurnSummary {
-                    turn: t.clone(),
-                    entries: mine.len(),
-                    files: files.len(),
-                }
-            })
-            .collect())
+        self.view(|idx| {
+            idx.turns
+                .iter()
+                .map(|t| {
+                    let mine: Vec<_> = idx.entries.iter().filter(|e| e.turn == t.number).collect();
+                    let mut files: Vec<_> = mine.iter().map(|e| e.absolute_path()).collect();
+                    files.sort();
+                    files.dedup();
+                    TurnSummary {
+                        turn: t.clone(),
+                        entries: mine.len(),
+                        files: files.len(),
+                    }
+                })
+                .collect()
+        })
     }
 
     /// Restores every file as it was when turn `n` began: reverts every entry of

@@ -82,6 +82,45 @@ fn reads_format_2() {
 }
 
 #[test]
+fn reads_format_3() {
+    // A snapshot holding the first turn, and a journal of every kind of line
+    // since: a read mark, writes and their landings, a second turn, two undos
+    // and a redo.
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/s");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["index.json", "journal.jsonl"] {
+        std::fs::copy(example(&format!("v3/{name}")), dir.join(name)).unwrap();
+    }
+    let s = Store::new(home.path()).open_session("s").unwrap();
+    let prompts: Vec<_> = s
+        .turn_bounds()
+        .unwrap()
+        .iter()
+        .map(|t| (t.number, t.prompt.clone(), t.conversation_index))
+        .collect();
+    assert_eq!(
+        prompts,
+        [(1, "edit a".into(), Some(0)), (2, "add b".into(), Some(2))]
+    );
+    let entries = s.entries().unwrap();
+    let shape: Vec<_> = entries
+        .iter()
+        .map(|e| (e.seq, e.path.as_str(), e.turn, e.in_flight.is_some()))
+        .collect();
+    assert_eq!(shape, [(1, "a.txt", 1, false), (2, "dir/b.txt", 2, false)]);
+    assert_eq!(entries[1].created_dirs, ["dir"]);
+    let history = s.history().unwrap();
+    assert_eq!(history.len(), 1, "the second undo was redone");
+    assert_eq!((history[0].id, history[0].entries[0].seq), (1, 3));
+    // The snapshot alone is the session as of its journal line 1.
+    std::fs::remove_file(dir.join("journal.jsonl")).unwrap();
+    let s = Store::new(home.path()).open_session("s").unwrap();
+    assert!(s.entries().unwrap().is_empty());
+    assert_eq!(s.turn_bounds().unwrap().len(), 1);
+}
+
+#[test]
 fn fuzz_corpora_hold_their_properties() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
     let mut ran = 0;
