@@ -683,9 +683,12 @@ fn report(name: &str, attempts: usize, r: &RaceResult) {
     }
 }
 
-/// Kinds of outcome a revert attempt may have in a race.
-const REVERT_OUTCOMES: [&str; 7] = [
+/// Kinds of outcome a revert attempt may have in a race. A session exists from
+/// its first write that gets past the checks, so a revert in a session whose
+/// writes the race has refused so far finds none.
+const REVERT_OUTCOMES: [&str; 8] = [
     "ok",
+    "session-not-found",
     "refused",
     "nothing-to-undo",
     "nothing-to-redo",

@@ -37,7 +37,7 @@ use crate::index::{Entry, FileState, InFlight, Index};
 use crate::journal::{self, Loaded, State, Tracked};
 use crate::lock::{self, LockError, LockGuard, Mode};
 use crate::store::Store;
-use crate::workspace::{NewContents, Workspace};
+use crate::workspace::{NewContents, OpenFile, Workspace};
 
 /// One session of a store. Cheap to clone (clones share one cache of the
 /// index); holds no open file.
@@ -187,17 +187,20 @@ impl Session {
     ) -> Result<Entry> {
         let rel = workspace.resolve(path)?;
         let _lock = self.lock_file(workspace, &rel)?;
-        let before = self.back_up_checked(workspace, &rel)?;
+        // A damaged index must not leave a new backup behind that no entry
+        // will name.
+        self.view(|_| ())?;
         // Directories to make are recorded before they are made (an entry in
         // flight, "after" not known yet), so that a crash in between leaves
         // nothing in the workspace that recovery does not know to remove.
+        // Where a directory is missing the file is too: nothing to back up.
         let missing = workspace.missing_dirs(&rel);
         let early = if missing.is_empty() {
             None
         } else {
             let draft = Draft {
                 rel: rel.clone(),
-                before: before.clone(),
+                before: self.back_up(workspace, &rel)?,
                 after: None,
                 created_dirs: missing,
                 in_flight: Some(InFlight { temp: None }),
@@ -212,12 +215,41 @@ impl Session {
                 return Err(e);
             }
         };
-        let prepared = NewContents::create(&parent, 0o666).and_then(|mut new| {
-            let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
-            let mode = new.seal(before.mode)?;
-            Ok((new, FileState::present(sha256, size, mode)))
+        // The backup of the old contents and the new contents beside the file
+        // are independent until the entry names both: write, hash and sync them
+        // at the same time, the backup on a second thread.
+        let old = match &early {
+            Some(_) => None,
+            None => match workspace.open_regular(&rel) {
+                Ok(old) => old,
+                Err(e) => {
+                    self.forget(workspace, &[], &parent.created);
+                    return Err(e);
+                }
+            },
+        };
+        let old_mode = old.as_ref().map(|f| f.mode);
+        let known = early.as_ref().map(|e| e.before.clone());
+        let (before, prepared) = std::thread::scope(|scope| {
+            let backup = scope.spawn(|| match known {
+                Some(before) => Ok(before),
+                None => self.back_up_opened(old),
+            });
+            let prepared = NewContents::create(&parent, 0o666).and_then(|mut new| {
+                let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
+                let mode = new.seal(old_mode)?;
+                Ok((new, FileState::present(sha256, size, mode)))
+            });
+            let before = backup
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (before, prepared)
         });
-        let recorded = prepared.and_then(|(new, after)| {
+        let prepared = before.and_then(|before| {
+            let (new, after) = prepared?;
+            Ok((new, before, after))
+        });
+        let recorded = prepared.and_then(|(new, before, after)| {
             let in_flight = InFlight {
                 temp: Some(new.temp_name().to_owned()),
             };
@@ -463,8 +495,13 @@ impl Session {
 
     /// Streams the file into a blob, or records its absence.
     pub(crate) fn back_up(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
+        self.back_up_opened(workspace.open_regular(rel)?)
+    }
+
+    /// [`Session::back_up`] of a file opened already (`None`: absent).
+    fn back_up_opened(&self, file: Option<OpenFile>) -> Result<FileState> {
         self.ensure_dir()?;
-        match workspace.open_regular(rel)? {
+        match file {
             None => Ok(FileState::absent()),
             Some(mut f) => {
                 let (sha256, size) = self.blobs.store(&mut f.file, &f.display)?;
