@@ -20,6 +20,8 @@
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
 //! and are removed at the end. Progress goes to stderr, the table to stdout.
+//! With `$TURNBACK_BENCH_REFLINK_DIR` naming a directory on a filesystem that
+//! can clone files (XFS, btrfs), section 1 runs there too, as rows of its own.
 
 use std::fs;
 use std::io::Write;
@@ -250,6 +252,24 @@ fn print_report(b: &Bench, base: &Path, total: Duration) {
 
 fn write_through(b: &mut Bench) {
     let dir = b.section_dir(1);
+    write_through_in(b, &dir, "");
+    count_fsyncs(b, &dir);
+    sha256_rate(b);
+    if let Some(base) = std::env::var_os("TURNBACK_BENCH_REFLINK_DIR") {
+        let dir = tempfile::tempdir_in(base).unwrap();
+        let fs_type = Command::new("stat")
+            .args(["-f", "-c", "%T"])
+            .arg(dir.path())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        write_through_in(b, dir.path(), &format!(" on {fs_type} (reflink)"));
+    }
+}
+
+/// The write-through rows, with files under `dir`; `on` names the filesystem
+/// in the rows' labels when it is not the default one.
+fn write_through_in(b: &mut Bench, dir: &Path, on: &str) {
     let home = dir.join("home");
     let wsdir = dir.join("ws");
     fs::create_dir_all(&wsdir).unwrap();
@@ -295,22 +315,20 @@ fn write_through(b: &mut Bench) {
         }
         let (tb, plain, durable) = (median(tb), median(plain), median(durable));
         b.row(time_row(
-            "write-through (`Session::write`) vs durable atomic write",
+            &format!("write-through (`Session::write`) vs durable atomic write{on}"),
             &format!("{label}, {runs} runs"),
             tb,
             ("tmp+fsync+rename+dir fsync", durable),
             goal,
         ));
         b.row(time_row(
-            "write-through (`Session::write`) vs `std::fs::write`",
+            &format!("write-through (`Session::write`) vs `std::fs::write`{on}"),
             &format!("{label}, {runs} runs"),
             tb,
             ("`std::fs::write`", plain),
             None,
         ));
     }
-    count_fsyncs(b, &dir);
-    sha256_rate(b);
 }
 
 /// SHA-256 throughput of the `sha2` crate in memory, 256 KiB at a time (the

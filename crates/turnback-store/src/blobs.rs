@@ -6,7 +6,7 @@
 //! This module never deletes a blob that has its final name.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -30,28 +30,55 @@ impl Blobs {
         self.dir.join(hash)
     }
 
-    /// Streams `reader` (the file at `source`, named in errors) into the store and
-    /// returns its SHA-256 and size once the blob is durable.
-    pub(crate) fn store(&self, reader: &mut dyn Read, source: &Path) -> Result<(String, u64)> {
+    /// Backs up `source_file` (the file at `source`, named in errors) and
+    /// returns its SHA-256 and size once the blob is durable. Where the
+    /// filesystem can clone a file (a reflink: XFS, btrfs), the blob shares the
+    /// file's blocks instead of copying them, and the hash is taken from the
+    /// clone: what the blob holds, whatever happens to the file afterwards.
+    /// Elsewhere the file is streamed in, hashed on the way.
+    pub(crate) fn store_file(
+        &self,
+        source_file: &mut File,
+        source: &Path,
+    ) -> Result<(String, u64)> {
+        self.store_with(|tmp, file| {
+            if sys::clone_file(file, source_file).is_ok() {
+                return hash::hash_reader(file).map_err(Error::io("read backup", tmp));
+            }
+            hash::copy_hashing(source_file, Some(file)).map_err(|e| match e {
+                CopyError::Read(e) => Error::io("read", source)(e),
+                CopyError::Write(e) => Error::io("write backup", tmp)(e),
+            })
+        })
+    }
+
+    /// Makes a blob of what `fill` puts into a new temporary (returning its
+    /// hash and size), durably, and removes the temporary on failure.
+    fn store_with(
+        &self,
+        fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
+    ) -> Result<(String, u64)> {
         std::fs::create_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
         let tmp = self.dir.join(format!(".tmp-{:016x}", random_u64()));
-        let result = self.store_via(&tmp, reader, source);
+        let result = self.store_via(&tmp, fill);
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         result
     }
 
-    fn store_via(&self, tmp: &Path, reader: &mut dyn Read, source: &Path) -> Result<(String, u64)> {
+    fn store_via(
+        &self,
+        tmp: &Path,
+        fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
+    ) -> Result<(String, u64)> {
         let mut file = OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .open(tmp)
             .map_err(Error::io("create", tmp))?;
-        let (hash, size) = hash::copy_hashing(reader, Some(&mut file)).map_err(|e| match e {
-            CopyError::Read(e) => Error::io("read", source)(e),
-            CopyError::Write(e) => Error::io("write backup", tmp)(e),
-        })?;
+        let (hash, size) = fill(tmp, &mut file)?;
         crate::crash::point("blob-written");
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
@@ -120,12 +147,19 @@ impl Blobs {
 mod tests {
     use super::*;
 
+    /// Backs up `bytes` from a file in `dir`.
+    fn store(blobs: &Blobs, dir: &Path, bytes: &[u8]) -> Result<(String, u64)> {
+        let path = dir.join(format!("source-{:016x}", random_u64()));
+        std::fs::write(&path, bytes).unwrap();
+        blobs.store_file(&mut File::open(&path).unwrap(), &path)
+    }
+
     #[test]
     fn stores_once_by_content_and_leaves_no_temporary() {
         let dir = tempfile::tempdir().unwrap();
         let blobs = Blobs::new(dir.path().join("blobs"));
-        let (h1, n1) = blobs.store(&mut &b"same"[..], Path::new("a")).unwrap();
-        let (h2, _) = blobs.store(&mut &b"same"[..], Path::new("b")).unwrap();
+        let (h1, n1) = store(&blobs, dir.path(), b"same").unwrap();
+        let (h2, _) = store(&blobs, dir.path(), b"same").unwrap();
         assert_eq!(h1, h2);
         assert_eq!(n1, 4);
         assert_eq!(std::fs::read(blobs.path(&h1)).unwrap(), b"same");
@@ -140,27 +174,64 @@ mod tests {
     fn a_damaged_blob_of_the_wrong_size_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let blobs = Blobs::new(dir.path().join("blobs"));
-        let (h, _) = blobs.store(&mut &b"contents"[..], Path::new("a")).unwrap();
+        let (h, _) = store(&blobs, dir.path(), b"contents").unwrap();
         std::fs::write(blobs.path(&h), b"cont").unwrap();
-        blobs.store(&mut &b"contents"[..], Path::new("a")).unwrap();
+        store(&blobs, dir.path(), b"contents").unwrap();
         assert_eq!(std::fs::read(blobs.path(&h)).unwrap(), b"contents");
     }
 
     #[test]
-    fn a_failing_reader_leaves_nothing_behind() {
-        struct Broken;
-        impl Read for Broken {
-            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
-                Err(io::Error::other("disk on fire"))
-            }
-        }
+    fn a_source_that_cannot_be_read_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
         let blobs = Blobs::new(dir.path().join("blobs"));
-        let err = blobs.store(&mut Broken, Path::new("src/x")).unwrap_err();
+        // A directory opens as a file, cannot be cloned, and fails to read.
+        let source = dir.path().join("src/x");
+        std::fs::create_dir_all(&source).unwrap();
+        let mut f = File::open(&source).unwrap();
+        let err = blobs.store_file(&mut f, &source).unwrap_err();
         assert!(err.to_string().contains("src/x"), "{err}");
         assert_eq!(
             std::fs::read_dir(dir.path().join("blobs")).unwrap().count(),
             0
         );
+    }
+
+    /// With `TURNBACK_REFLINK_DIR` naming a directory on a filesystem that
+    /// clones (`.ci/run` mounts one where it can), the backup is a clone: its
+    /// blob is right, and changing the source in place afterwards does not
+    /// change it. Elsewhere the same checks run on the copy.
+    #[test]
+    fn a_backup_is_a_clone_where_the_filesystem_can_and_independent_of_its_source() {
+        let base = std::env::var_os("TURNBACK_REFLINK_DIR").map(std::path::PathBuf::from);
+        let dir = match &base {
+            Some(b) => tempfile::tempdir_in(b).unwrap(),
+            None => tempfile::tempdir().unwrap(),
+        };
+        let blobs = Blobs::new(dir.path().join("blobs"));
+        let source = dir.path().join("big");
+        let bytes: Vec<u8> = (0..3 * 1024 * 1024u32).map(|i| (i % 241) as u8).collect();
+        std::fs::write(&source, &bytes).unwrap();
+        if base.is_some() {
+            let probe = File::create(dir.path().join("probe")).unwrap();
+            let cloned = sys::clone_file(&probe, &File::open(&source).unwrap());
+            assert!(
+                cloned.is_ok(),
+                "TURNBACK_REFLINK_DIR cannot clone: {cloned:?}"
+            );
+        }
+        let (h, n) = blobs
+            .store_file(&mut File::open(&source).unwrap(), &source)
+            .unwrap();
+        assert_eq!(n, bytes.len() as u64);
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&source)
+            .unwrap();
+        std::io::Write::write_all(&mut w, b"changed in place").unwrap();
+        drop(w);
+        let blob = std::fs::read(blobs.path(&h)).unwrap();
+        assert!(blob == bytes, "the backup changed with its source");
+        let (again, _) = hash::hash_reader(&mut &blob[..]).unwrap();
+        assert_eq!(again, h);
     }
 }

@@ -504,7 +504,7 @@ impl Session {
         match file {
             None => Ok(FileState::absent()),
             Some(mut f) => {
-                let (sha256, size) = self.blobs.store(&mut f.file, &f.display)?;
+                let (sha256, size) = self.blobs.store_file(&mut f.file, &f.display)?;
                 Ok(FileState::present(sha256, size, f.mode))
             }
         }

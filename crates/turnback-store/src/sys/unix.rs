@@ -34,6 +34,19 @@ pub(crate) fn fsync_dir_path(path: &std::path::Path) -> io::Result<()> {
     File::open(path)?.sync_all()
 }
 
+/// Makes the empty `dst` share the blocks of `src` (`FICLONE`, a reflink) where
+/// the filesystem can (XFS, btrfs); an error means it cannot: copy instead.
+#[cfg(target_os = "linux")]
+pub(crate) fn clone_file(dst: &File, src: &File) -> io::Result<()> {
+    Ok(rustix::fs::ioctl_ficlone(dst, src)?)
+}
+
+/// No clones here: always copy.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn clone_file(_dst: &File, _src: &File) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// An unnamed file in `dir` (`O_TMPFILE`): it has no name until
 /// [`link_tmpfile`] gives it one, so a crash while it is written leaves nothing.
 /// `Ok(None)` when the filesystem cannot make one.
