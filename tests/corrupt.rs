@@ -251,7 +251,7 @@ fn a_torn_last_journal_line_is_a_change_that_never_happened() {
     let good = read(journal_path(&s));
     // A writer died part way through its line (never acknowledged).
     let mut torn = good.clone();
-    torn.extend_from_slice(br#"{"n":7,"ops":[{"op":"entry","entry":{"seq":6,"mess"#);
+    torn.extend_from_slice(br#"{"n":7,"ops":[{"entry":{"seq":6,"mess"#);
     fs::write(journal_path(&s), &torn).unwrap();
     let other = env.store().open_session(s.id()).unwrap();
     assert_eq!(other.entries().unwrap(), entries);

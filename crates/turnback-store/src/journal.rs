@@ -30,40 +30,44 @@ pub(crate) const JOURNAL_FILE: &str = "journal.jsonl";
 
 /// Below this many journal bytes the snapshot is never rewritten: folding a
 /// small journal in would cost more than replaying it.
-const COMPACT_AT_LEAST: u64 = 256 * 1024;
+const COMPACT_AT_LEAST: u64 = 64 * 1024;
 
 /// How much of what it read a cache keeps to recognise the journal by.
 const TAIL_BYTES: usize = 64;
 
-/// One change to the index, as a journal line lists it. Each names what it
-/// replaces by key, so replaying a line twice is harmless and order within a
-/// line does not matter.
+/// One change to the index, as a journal line lists it: `{"<op>": value}`
+/// (serde's external tagging, which parses without buffering). Each names what
+/// it replaces by key, so order within a line does not matter.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Op {
     /// Adds the entry, or replaces the one with its `seq`.
-    Entry { entry: Entry },
-    /// Removes the entry `seq`.
-    DropEntry { seq: u64 },
-    /// Clears entry `seq`'s in-flight mark: its change is on disk (the common
+    Entry(Entry),
+    /// Removes the entry with this `seq`.
+    DropEntry(u64),
+    /// Clears this entry's in-flight mark: its change is on disk (the common
     /// last line of a write, kept short).
-    Landed { seq: u64 },
+    Landed(u64),
     /// Adds the turn, or replaces the one with its number.
-    Turn { turn: Turn },
-    /// Removes turn `number`.
-    DropTurn { number: u32 },
+    Turn(Turn),
+    /// Removes the turn with this number.
+    DropTurn(u32),
     /// Adds the revert record, or replaces the one with its id.
-    Record { record: RevertRecord },
-    /// Removes revert record `id`.
-    DropRecord { id: u64 },
-    /// Sets the read mark of `mark.file`.
-    Read { mark: ReadMark },
+    Record(RevertRecord),
+    /// Removes the revert record with this id.
+    DropRecord(u64),
+    /// Sets the read mark of the mark's file.
+    Read(ReadMark),
     /// The counters after the change.
-    Counters {
-        next_seq: u64,
-        next_turn: u32,
-        next_record: u64,
-    },
+    Counters(Counters),
+}
+
+/// The index's counters, as a journal line sets them.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Counters {
+    next_seq: u64,
+    next_turn: u32,
+    next_record: u64,
 }
 
 /// One journal line: record `n` (the snapshot's `journal` + 1, + 2, ...) and
@@ -196,16 +200,16 @@ impl State {
         let mut recorded = Vec::new();
         for op in ops {
             match op {
-                Op::Entry { entry } => {
+                Op::Entry(entry) => {
                     index::check_entry(&entry)?;
                     self.put_entry(entry);
                 }
-                Op::DropEntry { seq } => {
+                Op::DropEntry(seq) => {
                     if !self.drop_entry(seq) {
                         return Err(format!("drops entry {seq}, which does not exist"));
                     }
                 }
-                Op::Landed { seq } => {
+                Op::Landed(seq) => {
                     let mut entry = self
                         .entry(seq)
                         .ok_or_else(|| format!("lands entry {seq}, which does not exist"))?
@@ -213,32 +217,28 @@ impl State {
                     entry.in_flight = None;
                     self.put_entry(entry);
                 }
-                Op::Turn { turn } => put_keyed(&mut self.index.turns, turn, |t| t.number),
-                Op::DropTurn { number } => {
+                Op::Turn(turn) => put_keyed(&mut self.index.turns, turn, |t| t.number),
+                Op::DropTurn(number) => {
                     drop_keyed(&mut self.index.turns, number, |t| t.number)
                         .ok_or_else(|| format!("drops turn {number}, which does not exist"))?;
                 }
-                Op::Record { record } => {
+                Op::Record(record) => {
                     index::check_record(&record)?;
                     recorded.extend(record.entries.iter().map(|e| e.seq));
                     put_keyed(&mut self.index.history, record, |r| r.id);
                 }
-                Op::DropRecord { id } => {
+                Op::DropRecord(id) => {
                     drop_keyed(&mut self.index.history, id, |r| r.id)
                         .ok_or_else(|| format!("drops revert {id}, which does not exist"))?;
                 }
-                Op::Read { mark } => {
+                Op::Read(mark) => {
                     index::check_read(&mark)?;
                     self.put_read(mark);
                 }
-                Op::Counters {
-                    next_seq,
-                    next_turn,
-                    next_record,
-                } => {
-                    self.index.next_seq = next_seq;
-                    self.index.next_turn = next_turn;
-                    self.index.next_record = next_record;
+                Op::Counters(c) => {
+                    self.index.next_seq = c.next_seq;
+                    self.index.next_turn = c.next_turn;
+                    self.index.next_record = c.next_record;
                 }
             }
         }
@@ -427,11 +427,11 @@ impl<'a> Tracked<'a> {
                             } == e
                     });
                     ops.push(match landed {
-                        true => Op::Landed { seq },
-                        false => Op::Entry { entry: e },
+                        true => Op::Landed(seq),
+                        false => Op::Entry(e),
                     });
                 }
-                None => ops.push(Op::DropEntry { seq }),
+                None => ops.push(Op::DropEntry(seq)),
             }
         }
         for (number, old) in self.turns {
@@ -439,8 +439,8 @@ impl<'a> Tracked<'a> {
                 .map(|i| state.index.turns[i].clone());
             match (old == new, new) {
                 (true, _) => {}
-                (false, Some(turn)) => ops.push(Op::Turn { turn }),
-                (false, None) => ops.push(Op::DropTurn { number }),
+                (false, Some(turn)) => ops.push(Op::Turn(turn)),
+                (false, None) => ops.push(Op::DropTurn(number)),
             }
         }
         for (id, old) in self.records {
@@ -448,23 +448,23 @@ impl<'a> Tracked<'a> {
                 .map(|i| state.index.history[i].clone());
             match (old == new, new) {
                 (true, _) => {}
-                (false, Some(record)) => ops.push(Op::Record { record }),
-                (false, None) => ops.push(Op::DropRecord { id }),
+                (false, Some(record)) => ops.push(Op::Record(record)),
+                (false, None) => ops.push(Op::DropRecord(id)),
             }
         }
         for (file, old) in self.reads {
             let mark = state.read_mark(&file).expect("marks are never removed");
             if old.as_ref() != Some(&mark.state) {
-                ops.push(Op::Read { mark: mark.clone() });
+                ops.push(Op::Read(mark.clone()));
             }
         }
         let idx = &state.index;
         if (idx.next_seq, idx.next_turn, idx.next_record) != self.counters {
-            ops.push(Op::Counters {
+            ops.push(Op::Counters(Counters {
                 next_seq: idx.next_seq,
                 next_turn: idx.next_turn,
                 next_record: idx.next_record,
-            });
+            }));
         }
         ops
     }
