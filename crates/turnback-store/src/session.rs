@@ -230,6 +230,12 @@ impl Session {
         };
         let old_mode = old.as_ref().map(|f| f.mode);
         let known = early.as_ref().map(|e| e.before.clone());
+        // Made here, not on the thread: a crash from now on leaves the session
+        // there (empty at worst), however the threads interleave.
+        if let Err(e) = self.ensure_dir() {
+            self.forget(workspace, &[], &parent.created);
+            return Err(e);
+        }
         let (before, prepared) = std::thread::scope(|scope| {
             let backup = scope.spawn(|| match known {
                 Some(before) => Ok(before),
