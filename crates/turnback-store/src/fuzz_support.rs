@@ -21,6 +21,19 @@ pub fn index_round_trip(bytes: &[u8]) {
     assert_eq!(idx, again);
 }
 
+/// What the journal reader accepts (replayed on an empty snapshot) is an index
+/// the snapshot reader accepts too: the journal's checks, done one op at a
+/// time, are as strict as the whole index's.
+pub fn journal_replay(bytes: &[u8]) {
+    let Some(idx) = crate::journal::replay_on_empty(bytes) else {
+        return;
+    };
+    let out = serde_json::to_vec(&idx).expect("an index always serializes");
+    let again = Index::parse(&out, "fuzz", Path::new("index.json"))
+        .expect("what the journal built, the snapshot reader accepts");
+    assert_eq!(idx, again);
+}
+
 /// An accepted session id is exactly one plain path component.
 pub fn session_id(id: &str) {
     if crate::session_id::validate(id).is_ok() {

@@ -321,6 +321,9 @@ impl Index {
 /// Rejects an entry that could make the store touch the wrong thing: a path
 /// that climbs out, a blob name that is not a hash, an unsafe temporary name.
 pub(crate) fn check_entry(e: &Entry) -> std::result::Result<(), String> {
+    if e.seq == 0 {
+        return Err("entry 0 cannot exist: entries are numbered from 1".into());
+    }
     if !is_relative_path(&e.path) {
         return Err(format!("entry {} has an unsafe path {:?}", e.seq, e.path));
     }

@@ -142,6 +142,9 @@ fn fuzz_corpora_hold_their_properties() {
         ("operations", &|b: &[u8]| {
             turnback_store::fuzz_support::operation_sequence(b)
         }),
+        ("journal", &|b: &[u8]| {
+            turnback_store::fuzz_support::journal_replay(b)
+        }),
     ] {
         for f in std::fs::read_dir(corpus.join(target)).unwrap() {
             check(&std::fs::read(f.unwrap().path()).unwrap());
