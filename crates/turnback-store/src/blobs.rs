@@ -45,7 +45,8 @@ impl Blobs {
             if sys::clone_file(file, source_file).is_ok() {
                 return hash::hash_reader(file).map_err(Error::io("read backup", tmp));
             }
-            hash::copy_hashing(source_file, Some(file)).map_err(|e| match e {
+            let mut writer = sys::EarlyWriteback::new(file);
+            hash::copy_hashing(source_file, Some(&mut writer)).map_err(|e| match e {
                 CopyError::Read(e) => Error::io("read", source)(e),
                 CopyError::Write(e) => Error::io("write backup", tmp)(e),
             })

@@ -31,16 +31,21 @@
 //!
 //! ## Guarantees
 //!
-//! - **Many processes, one session.** Every change to a session's `index.json`
-//!   happens under a `flock` on the session's `lock` file, on an index read from
-//!   disk under that lock. Several agents (or an agent and a person at another
-//!   shell) can share a session or a workspace at once.
+//! - **Many processes, one session.** Every change to a session's index happens
+//!   under a `flock` on the session's `lock` file, on the index as on disk under
+//!   that lock (a handle reads only what other processes appended since it last
+//!   looked). Several agents (or an agent and a person at another shell) can
+//!   share a session or a workspace at once.
+//! - **Cost independent of the session's size.** A change appends one line to
+//!   the session's journal instead of rewriting its `index.json`, which the
+//!   journal is folded into now and then ([`Session::compact`]).
 //! - **Two writers, one file.** A per-file lock, shared by all sessions, is held
 //!   from checkpoint to commit, so each entry's "after" is its own writer's.
 //!   Waiting for it is bounded ([`Options::file_lock_timeout`]) and ends in
 //!   [`Error::FileBusy`] naming the holder.
 //! - **Crash safety.** A backup is durable (fsync, rename, directory fsync) before
-//!   the index names it; the index is replaced atomically; the user's file is
+//!   the change touches the workspace; a journal line is synced before its change
+//!   goes on, and a torn last line is ignored; the user's file is
 //!   replaced by a rename of a synced temporary, so it always holds one whole
 //!   version. A change whose process died half way is settled by the next process.
 //! - **Confinement.** Workspace files are reached only through a `cap-std`

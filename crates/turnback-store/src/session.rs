@@ -1,21 +1,24 @@
 //! A session: one agent conversation's entries, and every operation that adds
 //! to them (checkpoint, write-through, remove-through).
 //!
-//! Every change to the index happens under the session's exclusive lock, on an
-//! index read from disk under that lock: another process may have changed it, and
-//! no in-memory copy is trusted across acquisitions. A handle holds no open file,
-//! so it is `Send + Sync` and threads exclude each other exactly as processes do.
+//! Every change to the index happens under the session's exclusive lock, on the
+//! index as on disk under that lock: another process may have changed it, so the
+//! handle's cached copy is brought up to date (`journal.rs`) at every
+//! acquisition, never trusted across them. A handle holds no open file, so it is
+//! `Send + Sync` and threads exclude each other exactly as processes do.
 //!
 //! A protected write, and what a crash after each step leaves (`docs/FORMAT.md`
 //! has the full table):
 //! 1. the file's lock is taken (shared by all sessions);
-//! 2. the old contents are streamed into a durable blob;
+//! 2. the old contents are streamed into a durable blob, on a second thread
+//!    while
 //! 3. the new contents are streamed into an unnamed temporary beside the file and
 //!    synced;
 //! 4. under the session lock the entry is recorded, with the intended "after" and
-//!    the name the temporary will be linked as, marked in flight; index durable;
+//!    the name the temporary will be linked as, marked in flight: one journal
+//!    line, synced;
 //! 5. the temporary is named and renamed over the file; directory synced;
-//! 6. the in-flight mark is cleared.
+//! 6. the in-flight mark is cleared (a journal line that need not be synced).
 //!
 //! An entry still in flight whose file lock is free belongs to a dead process;
 //! the next process to change the session settles it: file at "before" → the

@@ -550,7 +550,8 @@ impl<'p> NewContents<'p> {
 
     /// Streams `reader` in; returns the SHA-256 and size of what was written.
     pub(crate) fn fill(&mut self, reader: &mut dyn Read, source: &Path) -> Result<(String, u64)> {
-        let filled = hash::copy_hashing(reader, Some(&mut self.file)).map_err(|e| match e {
+        let mut writer = sys::EarlyWriteback::new(&mut self.file);
+        let filled = hash::copy_hashing(reader, Some(&mut writer)).map_err(|e| match e {
             CopyError::Read(e) => Error::io("read", source)(e),
             CopyError::Write(e) => Error::io("write a temporary beside", &self.parent.display)(e),
         })?;
