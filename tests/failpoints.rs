@@ -272,3 +272,48 @@ fn without_failpoints_the_scenarios_run_through() {
         assert!(!session.entries().unwrap().is_empty() || !session.history().unwrap().is_empty());
     }
 }
+
+/// The entry of a write is recorded while its backup is still being synced (on
+/// another thread). A crash in that window, with the journal line on disk and
+/// the backup not yet under its name, must leave a session whose entry goes:
+/// the file was never touched.
+#[test]
+fn a_crash_after_the_entry_and_before_its_backup_is_durable_loses_nothing() {
+    let s = &SCENARIOS[0];
+    assert_eq!(s.name, "write over an existing file");
+    let (env, start) = set_up(s);
+    // A session with a snapshot already, so that the entry is a journal line.
+    env.session(SESSION)
+        .write(&env.workspace(), "other.txt", &b"other\n"[..], "m0")
+        .unwrap();
+    // The backup thread waits after writing its temporary; the writer records
+    // the entry, syncs it, and dies.
+    let failpoints = "blob-written=sleep(400);journal-synced=return";
+    assert!(crash(&env, s, failpoints), "did not crash at {failpoints}");
+    let dir = env.home.path().join(format!("sessions/{SESSION}"));
+    let blobs: Vec<String> = std::fs::read_dir(dir.join("blobs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        blobs.iter().any(|n| n.starts_with(".tmp-")),
+        "the backup was not still a temporary: the window was not hit ({blobs:?})"
+    );
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    assert!(journal.contains("f.txt"), "no entry recorded: {journal}");
+    let session = Store::new(env.home.path()).open_session(SESSION).unwrap();
+    let paths: Vec<String> = session
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(
+        paths,
+        ["other.txt"],
+        "the entry of a write that never happened stayed"
+    );
+    assert_eq!(util::read(env.path("f.txt")), b"old contents\n");
+    check_after_crash(&env, s, &start, "crash between the entry and its backup");
+}

@@ -1,8 +1,10 @@
 //! Content-addressed backups: `blobs/<sha256>`, immutable once written.
 //!
 //! A blob is streamed into a temporary, fsynced, renamed to its hash and the
-//! directory fsynced before this module returns its name, so no index can ever
-//! name a blob that is not durable. Reading a blob back verifies its hash.
+//! directory fsynced before this module returns, so no change that reaches a
+//! workspace can rest on a blob that is not durable. (Its name is handed out a
+//! little earlier, for an entry still in flight: see
+//! [`Blobs::store_file_then`].) Reading a blob back verifies its hash.
 //! This module never deletes a blob that has its final name.
 
 use std::fs::{File, OpenOptions};
@@ -36,12 +38,27 @@ impl Blobs {
     /// file's blocks instead of copying them, and the hash is taken from the
     /// clone: what the blob holds, whatever happens to the file afterwards.
     /// Elsewhere the file is streamed in, hashed on the way.
+    #[cfg(test)]
     pub(crate) fn store_file(
         &self,
         source_file: &mut File,
         source: &Path,
     ) -> Result<(String, u64)> {
-        self.store_with(|tmp, file| {
+        self.store_file_then(source_file, source, |_, _| {})
+    }
+
+    /// [`Blobs::store_file`], calling `hashed` with the blob's name and size as
+    /// soon as they are known, before the blob is durable. The caller may then
+    /// record an entry in flight that names it (recovery drops an entry in
+    /// flight whose file is still at "before", blob or no blob), but must not
+    /// change the file before this returns `Ok`.
+    pub(crate) fn store_file_then(
+        &self,
+        source_file: &mut File,
+        source: &Path,
+        hashed: impl FnOnce(&str, u64),
+    ) -> Result<(String, u64)> {
+        self.store_with(hashed, |tmp, file| {
             if sys::clone_file(file, source_file).is_ok() {
                 return hash::hash_reader(file).map_err(Error::io("read backup", tmp));
             }
@@ -57,11 +74,12 @@ impl Blobs {
     /// hash and size), durably, and removes the temporary on failure.
     fn store_with(
         &self,
+        hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
     ) -> Result<(String, u64)> {
         std::fs::create_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
         let tmp = self.dir.join(format!(".tmp-{:016x}", random_u64()));
-        let result = self.store_via(&tmp, fill);
+        let result = self.store_via(&tmp, hashed, fill);
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -71,6 +89,7 @@ impl Blobs {
     fn store_via(
         &self,
         tmp: &Path,
+        hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
     ) -> Result<(String, u64)> {
         let mut file = OpenOptions::new()
@@ -81,6 +100,7 @@ impl Blobs {
             .map_err(Error::io("create", tmp))?;
         let (hash, size) = fill(tmp, &mut file)?;
         crate::crash::point("blob-written");
+        hashed(&hash, size);
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
         // (one of the wrong size is damaged, and the fresh copy replaces it).

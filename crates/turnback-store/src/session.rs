@@ -239,51 +239,72 @@ impl Session {
             self.forget(workspace, &[], &parent.created);
             return Err(e);
         }
-        let (before, prepared) = std::thread::scope(|scope| {
-            let backup = scope.spawn(|| match known {
-                Some(before) => Ok(before),
-                None => self.back_up_opened(old),
+        // The backup's name is known before its blob is durable, so the entry
+        // is recorded (a synced journal line) while the blob's fsyncs run: an
+        // entry in flight whose file is still at "before" is dropped by
+        // recovery, blob or no blob. The file is replaced only once both are
+        // durable.
+        let (hashed_tx, hashed_rx) = std::sync::mpsc::sync_channel::<FileState>(1);
+        let (recorded, backed_up) = std::thread::scope(|scope| {
+            let backup = scope.spawn(move || {
+                let tell = |state: &FileState| {
+                    let _ = hashed_tx.send(state.clone());
+                };
+                match known {
+                    Some(before) => {
+                        tell(&before);
+                        Ok(before)
+                    }
+                    None => self.back_up_opened(old, tell),
+                }
             });
             let prepared = NewContents::create(&parent, 0o666).and_then(|mut new| {
                 let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
                 let mode = new.seal(old_mode)?;
                 Ok((new, FileState::present(sha256, size, mode)))
             });
-            let before = backup
+            // No state: the backup failed, and says why when joined.
+            let recorded = hashed_rx.recv().ok().map(|before| {
+                let (new, after) = prepared?;
+                let in_flight = InFlight {
+                    temp: Some(new.temp_name().to_owned()),
+                };
+                let entry = match &early {
+                    Some(e) => {
+                        self.complete(workspace, e.seq, after, in_flight, &parent.created)?
+                    }
+                    None => {
+                        let draft = Draft {
+                            rel: rel.clone(),
+                            before,
+                            after: Some(after),
+                            created_dirs: parent.created.clone(),
+                            in_flight: Some(in_flight),
+                        };
+                        self.record(workspace, message_id, vec![draft])?.remove(0)
+                    }
+                };
+                Ok((new, entry))
+            });
+            let backed_up = backup
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (before, prepared)
+            (recorded, backed_up)
         });
-        let prepared = before.and_then(|before| {
-            let (new, after) = prepared?;
-            Ok((new, before, after))
-        });
-        let recorded = prepared.and_then(|(new, before, after)| {
-            let in_flight = InFlight {
-                temp: Some(new.temp_name().to_owned()),
-            };
-            let entry = match &early {
-                Some(e) => self.complete(workspace, e.seq, after, in_flight, &parent.created)?,
-                None => {
-                    let draft = Draft {
-                        rel: rel.clone(),
-                        before,
-                        after: Some(after),
-                        created_dirs: parent.created.clone(),
-                        in_flight: Some(in_flight),
-                    };
-                    self.record(workspace, message_id, vec![draft])?.remove(0)
+        let (new, entry) = match (recorded, backed_up) {
+            (Some(Ok(r)), Ok(_)) => r,
+            (recorded, backed_up) => {
+                // The file is untouched: the entries made for it go, with the
+                // directories this writer made. The backup's error comes first.
+                let mut seqs = early_seqs;
+                if let Some(Ok((_, e))) = &recorded {
+                    seqs.push(e.seq);
                 }
-            };
-            Ok((new, entry))
-        });
-        let (new, entry) = match recorded {
-            Ok(r) => r,
-            Err(e) => {
-                // The file is untouched: the entry made early goes, with the
-                // directories this writer made.
-                self.forget(workspace, &early_seqs, &parent.created);
-                return Err(e);
+                self.forget(workspace, &seqs, &parent.created);
+                return Err(match (backed_up, recorded) {
+                    (Err(e), _) | (Ok(_), Some(Err(e))) => e,
+                    (Ok(_), _) => unreachable!("a backup that succeeded told its state"),
+                });
             }
         };
         if let Err(failed) = new.replace_target_reporting() {
@@ -504,17 +525,31 @@ impl Session {
 
     /// Streams the file into a blob, or records its absence.
     pub(crate) fn back_up(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
-        self.back_up_opened(workspace.open_regular(rel)?)
+        self.back_up_opened(workspace.open_regular(rel)?, |_| {})
     }
 
-    /// [`Session::back_up`] of a file opened already (`None`: absent).
-    fn back_up_opened(&self, file: Option<OpenFile>) -> Result<FileState> {
+    /// [`Session::back_up`] of a file opened already (`None`: absent), telling
+    /// `hashed` the state as soon as it is known, before the blob is durable
+    /// (see [`Blobs::store_file_then`]).
+    fn back_up_opened(
+        &self,
+        file: Option<OpenFile>,
+        hashed: impl FnOnce(&FileState),
+    ) -> Result<FileState> {
         self.ensure_dir()?;
         match file {
-            None => Ok(FileState::absent()),
+            None => {
+                hashed(&FileState::absent());
+                Ok(FileState::absent())
+            }
             Some(mut f) => {
-                let (sha256, size) = self.blobs.store_file(&mut f.file, &f.display)?;
-                Ok(FileState::present(sha256, size, f.mode))
+                let mode = f.mode;
+                let (sha256, size) =
+                    self.blobs
+                        .store_file_then(&mut f.file, &f.display, |h, n| {
+                            hashed(&FileState::present(h.to_owned(), n, mode))
+                        })?;
+                Ok(FileState::present(sha256, size, mode))
             }
         }
     }
