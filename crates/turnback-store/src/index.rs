@@ -403,10 +403,16 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn entry(seq: u64) -> Entry {
+        entry_at(seq, "src/a.rs")
+    }
+
+    /// A committed entry of `path` in workspace `/w` (for tests here and in
+    /// `journal.rs`).
+    pub(crate) fn entry_at(seq: u64, path: &str) -> Entry {
         Entry {
             seq,
             message_id: "m".into(),
@@ -415,7 +421,7 @@ mod tests {
                 dev: 1,
                 ino: 2,
             },
-            path: "src/a.rs".into(),
+            path: path.into(),
             version: 1,
             time: OffsetDateTime::UNIX_EPOCH,
             before: FileState::present("a".repeat(64), 3, 0o644),

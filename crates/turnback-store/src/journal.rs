@@ -441,24 +441,23 @@ impl<'a> Tracked<'a> {
                 None => ops.push(Op::DropEntry(seq)),
             }
         }
-        for (number, old) in self.turns {
-            let new = position(&state.index.turns, number, |t| t.number)
-                .map(|i| state.index.turns[i].clone());
-            match (old == new, new) {
-                (true, _) => {}
-                (false, Some(turn)) => ops.push(Op::Turn(turn)),
-                (false, None) => ops.push(Op::DropTurn(number)),
-            }
-        }
-        for (id, old) in self.records {
-            let new = position(&state.index.history, id, |r| r.id)
-                .map(|i| state.index.history[i].clone());
-            match (old == new, new) {
-                (true, _) => {}
-                (false, Some(record)) => ops.push(Op::Record(record)),
-                (false, None) => ops.push(Op::DropRecord(id)),
-            }
-        }
+        keyed_ops(
+            &mut ops,
+            self.turns,
+            &state.index.turns,
+            |t| t.number,
+            Op::Turn,
+            Op::DropTurn,
+        );
+        let history = &state.index.history;
+        keyed_ops(
+            &mut ops,
+            self.records,
+            history,
+            |r| r.id,
+            Op::Record,
+            Op::DropRecord,
+        );
         for (file, old) in self.reads {
             let mark = state.read_mark(&file).expect("marks are never removed");
             if old.as_ref() != Some(&mark.state) {
@@ -474,6 +473,27 @@ impl<'a> Tracked<'a> {
             }));
         }
         ops
+    }
+}
+
+/// The ops for items kept sorted by key in `items`, of which `touched` holds
+/// the ones a change touched, as they were before it: a put for each that is
+/// new or different, a drop for each that is gone.
+fn keyed_ops<T: Clone + PartialEq, K: Ord + Copy>(
+    ops: &mut Vec<Op>,
+    touched: BTreeMap<K, Option<T>>,
+    items: &[T],
+    key_of: impl Fn(&T) -> K,
+    put: impl Fn(T) -> Op,
+    drop: impl Fn(K) -> Op,
+) {
+    for (key, old) in touched {
+        let new = position(items, key, &key_of).map(|i| items[i].clone());
+        match (old == new, new) {
+            (true, _) => {}
+            (false, Some(item)) => ops.push(put(item)),
+            (false, None) => ops.push(drop(key)),
+        }
     }
 }
 
@@ -836,28 +856,9 @@ pub(crate) fn change<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::WorkspaceRoot;
-    use time::OffsetDateTime;
 
     fn entry(seq: u64, path: &str) -> Entry {
-        Entry {
-            seq,
-            message_id: "m".into(),
-            workspace: WorkspaceRoot {
-                path: "/w".into(),
-                dev: 1,
-                ino: 2,
-            },
-            path: path.into(),
-            version: 1,
-            time: OffsetDateTime::UNIX_EPOCH,
-            before: FileState::absent(),
-            after: Some(FileState::absent()),
-            created_dirs: vec![],
-            in_flight: None,
-            turn: 0,
-            group: None,
-        }
+        crate::index::tests::entry_at(seq, path)
     }
 
     fn add(cache: &mut Option<Loaded>, dir: &Path, path: &str) -> u64 {
