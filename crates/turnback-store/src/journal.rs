@@ -870,6 +870,17 @@ mod tests {
         .unwrap()
     }
 
+    /// A session in a temporary directory with one entry per path, the first
+    /// in the snapshot and the rest in the journal; and its handle's cache.
+    fn session_of(paths: &[&str]) -> (tempfile::TempDir, Option<Loaded>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cache = None;
+        for p in paths {
+            add(&mut cache, dir.path(), p);
+        }
+        (dir, cache)
+    }
+
     #[test]
     fn changes_append_lines_that_a_fresh_reader_replays() {
         let dir = tempfile::tempdir().unwrap();
@@ -895,10 +906,7 @@ mod tests {
 
     #[test]
     fn a_change_that_changes_nothing_writes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cache = None;
-        add(&mut cache, dir.path(), "a");
-        add(&mut cache, dir.path(), "b");
+        let (dir, mut cache) = session_of(&["a", "b"]);
         let before = std::fs::read(dir.path().join(JOURNAL_FILE)).unwrap();
         change(&mut cache, dir.path(), "s", Durability::Full, |t| {
             t.entry_mut(2).unwrap().message_id = "m".into();
@@ -933,10 +941,7 @@ mod tests {
 
     #[test]
     fn a_torn_last_line_is_ignored_then_cut_off() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cache = None;
-        add(&mut cache, dir.path(), "a");
-        add(&mut cache, dir.path(), "b");
+        let (dir, _cache) = session_of(&["a", "b"]);
         let jpath = dir.path().join(JOURNAL_FILE);
         let whole = std::fs::read(&jpath).unwrap();
         for torn in [&b"{\"n\":3,\"ops\":[{\"op\""[..], b"\0\0\0\0", b"garbage\n"] {
@@ -956,11 +961,7 @@ mod tests {
 
     #[test]
     fn damage_before_the_last_line_is_an_error_and_nothing_is_touched() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cache = None;
-        add(&mut cache, dir.path(), "a");
-        add(&mut cache, dir.path(), "b");
-        add(&mut cache, dir.path(), "c");
+        let (dir, _cache) = session_of(&["a", "b", "c"]);
         let jpath = dir.path().join(JOURNAL_FILE);
         let text = std::fs::read_to_string(&jpath).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -985,11 +986,7 @@ mod tests {
 
     #[test]
     fn lines_a_dead_compaction_left_are_skipped() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cache = None;
-        add(&mut cache, dir.path(), "a");
-        add(&mut cache, dir.path(), "b");
-        add(&mut cache, dir.path(), "c");
+        let (dir, mut cache) = session_of(&["a", "b", "c"]);
         let jpath = dir.path().join(JOURNAL_FILE);
         let journal = std::fs::read(&jpath).unwrap();
         // Compaction wrote the snapshot and died before emptying the journal.
@@ -1014,10 +1011,7 @@ mod tests {
 
     #[test]
     fn a_journal_without_its_snapshot_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cache = None;
-        add(&mut cache, dir.path(), "a");
-        add(&mut cache, dir.path(), "b");
+        let (dir, _cache) = session_of(&["a", "b"]);
         std::fs::remove_file(dir.path().join(INDEX_FILE)).unwrap();
         let err = Loaded::read(dir.path(), "s").unwrap_err();
         assert!(err.to_string().contains("journal"), "{err}");
