@@ -140,7 +140,7 @@ impl Session {
             return Ok(());
         }
         let _g = self.lock_session(Mode::Exclusive)?;
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.cache();
         Loaded::refresh(&mut cache, &self.dir, &self.id)?;
         let compacted = cache
             .as_mut()
@@ -603,9 +603,20 @@ impl Session {
             return Ok(f(&State::new(Index::empty(&self.id))));
         }
         let _g = self.lock_session(Mode::Shared)?;
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.cache();
         Loaded::refresh(&mut cache, &self.dir, &self.id)?;
         Ok(f(&cache.as_ref().expect("refreshed").state))
+    }
+
+    /// The handle's cache of the index. A thread that panicked while holding
+    /// it may have left it half changed, so then it is dropped (and read again).
+    fn cache(&self) -> std::sync::MutexGuard<'_, Option<Loaded>> {
+        self.cache.lock().unwrap_or_else(|poisoned| {
+            let mut cache = poisoned.into_inner();
+            *cache = None;
+            self.cache.clear_poison();
+            cache
+        })
     }
 
     /// A copy of the index as on disk now.
@@ -648,7 +659,7 @@ impl Session {
         self.ensure_dir()?;
         let _g = self.lock_session(Mode::Exclusive)?;
         crate::revert::sweep_temps(&self.dir);
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.cache();
         // Settling is its own change, durable on its own: what it found is true
         // of the files whatever `f` then does.
         journal::change(&mut cache, &self.dir, &self.id, Durability::Full, |idx| {
@@ -835,6 +846,23 @@ mod tests {
             vec![std::ffi::OsString::from("kept")],
             "directories or temporaries left"
         );
+    }
+
+    #[test]
+    fn a_panic_in_the_middle_of_a_change_leaves_no_trace_in_the_cache() {
+        let (_h, _d, s, ws) = setup();
+        s.write(&ws, "a", &b"1"[..], "m").unwrap();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.mutate(Durability::Full, |idx| -> Result<()> {
+                idx.take_seq();
+                idx.remove_entries(&[1]);
+                panic!("a bug half way through a change");
+            })
+        }));
+        assert!(panicked.is_err());
+        // The half-made change was never journaled, and the handle forgot it.
+        assert_eq!(s.entries().unwrap().len(), 1);
+        assert_eq!(s.write(&ws, "b", &b"2"[..], "m").unwrap().seq, 2);
     }
 
     #[test]
