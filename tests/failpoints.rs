@@ -286,9 +286,10 @@ fn a_crash_after_the_entry_and_before_its_backup_is_durable_loses_nothing() {
     env.session(SESSION)
         .write(&env.workspace(), "other.txt", &b"other\n"[..], "m0")
         .unwrap();
-    // The backup thread waits after writing its temporary; the writer records
-    // the entry, syncs it, and dies.
-    let failpoints = "blob-written=sleep(400);journal-synced=return";
+    // The backup thread waits once it has handed over the backup's name (its
+    // temporary written, not yet synced or renamed); the writer records the
+    // entry, syncs it, and dies.
+    let failpoints = "blob-hashed=sleep(1000);journal-synced=return";
     assert!(crash(&env, s, failpoints), "did not crash at {failpoints}");
     let dir = env.home.path().join(format!("sessions/{SESSION}"));
     let blobs: Vec<String> = std::fs::read_dir(dir.join("blobs"))

@@ -101,6 +101,7 @@ impl Blobs {
         let (hash, size) = fill(tmp, &mut file)?;
         crate::crash::point("blob-written");
         hashed(&hash, size);
+        crate::crash::point("blob-hashed");
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
         // (one of the wrong size is damaged, and the fresh copy replaces it).

@@ -7,6 +7,9 @@
 /// Every crash point, in the order a protected write passes them.
 pub const CRASH_POINTS: &[&str] = &[
     "blob-written",
+    // The blob's name has been handed to the writer, which may now record its
+    // entry while the blob is synced.
+    "blob-hashed",
     "blob-synced",
     "blob-renamed",
     "blob-dir-synced",
