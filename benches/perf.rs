@@ -456,6 +456,16 @@ fn growth(b: &mut Bench) {
                 tb.push(t);
             }
         }
+        // What a writer pays once in a while: folding the journal into a new
+        // snapshot (here the few lines the runs above appended).
+        sync();
+        let t = Instant::now();
+        big.compact().unwrap();
+        b.note(format!(
+            "compaction (`Session::compact`, snapshot rewritten durably) of {} entries: {}",
+            thousands(n),
+            fmt_d(t.elapsed())
+        ));
         let goal = (n == 100_000).then_some(1.5);
         b.row(time_row(
             "checkpoint+commit (4 KiB file)",
