@@ -136,12 +136,7 @@ impl Session {
             dry_run: false,
         };
         let id = self.id().to_owned();
-        revert::revert_locked(self, opts, &|idx| match idx
-            .entries
-            .binary_search_by_key(&seq, |e| e.seq)
-            .ok()
-            .map(|i| &idx.entries[i])
-        {
+        revert::revert_locked(self, opts, &|idx| match idx.entry(seq) {
             None => Err(Error::NoSuchEntry {
                 session: id.clone(),
                 seq,

@@ -3,7 +3,7 @@
 //!
 //! The marks live in the session's index, so they hold across the agent's
 //! processes. Losing the newest mark in a crash is harmless (the agent reads the
-//! file again), so marking does not sync the index's directory.
+//! file again), so a mark is a journal line that is not synced.
 
 use std::path::Path;
 

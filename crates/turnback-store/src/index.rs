@@ -281,6 +281,12 @@ impl Index {
         Ok(index)
     }
 
+    /// The entry numbered `seq` (entries are kept in `seq` order).
+    pub(crate) fn entry(&self, seq: u64) -> Option<&Entry> {
+        let i = self.entries.binary_search_by_key(&seq, |e| e.seq).ok()?;
+        Some(&self.entries[i])
+    }
+
     /// Rejects what parses but could make the store touch the wrong thing.
     fn validate(&self) -> std::result::Result<(), String> {
         let mut last = 0;

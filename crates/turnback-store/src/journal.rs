@@ -140,10 +140,6 @@ impl State {
         self.in_flight.iter().copied().collect()
     }
 
-    pub(crate) fn entry(&self, seq: u64) -> Option<&Entry> {
-        position(&self.index.entries, seq, |e| e.seq).map(|i| &self.index.entries[i])
-    }
-
     fn note(&mut self, e: &Entry) {
         *self.versions.entry(e.absolute_path()).or_default() += 1;
         if e.in_flight.is_some() {
