@@ -318,3 +318,45 @@ fn a_crash_after_the_entry_and_before_its_backup_is_durable_loses_nothing() {
     assert_eq!(util::read(env.path("f.txt")), b"old contents\n");
     check_after_crash(&env, s, &start, "crash between the entry and its backup");
 }
+
+/// A change that takes the journal past 64 KiB folds it into a new snapshot.
+/// A crash at each step of that (the snapshot's temporary written, synced,
+/// renamed, its directory synced; the journal not yet emptied) must lose
+/// nothing: lines already in the snapshot are skipped, the rest replayed.
+#[test]
+fn a_crash_while_the_journal_is_folded_into_the_snapshot_loses_nothing() {
+    let s = &SCENARIOS[0];
+    assert_eq!(s.name, "write over an existing file");
+    let points = [
+        "index-tmp-written",
+        "index-tmp-synced",
+        "index-renamed",
+        "index-dir-synced",
+    ];
+    for point in points {
+        let (env, start) = set_up(s);
+        let session = env.session(SESSION);
+        let ws = env.workspace();
+        let dir = env.home.path().join(format!("sessions/{SESSION}"));
+        let journal_len = || std::fs::metadata(dir.join("journal.jsonl")).map_or(0, |m| m.len());
+        // Fill the journal to within one entry line of the 64 KiB at which the
+        // next change folds it in.
+        let mut i = 0;
+        while journal_len() < 64 * 1024 - 400 {
+            let contents = format!("filler {i}\n");
+            session
+                .write(&ws, "filler.txt", contents.as_bytes(), &format!("m0-{i}"))
+                .unwrap();
+            i += 1;
+        }
+        let entries = session.entries().unwrap().len();
+        assert!(
+            crash(&env, s, &format!("{point}=return")),
+            "{point}: the write did not fold the journal in"
+        );
+        let what = format!("crash at {point} while folding the journal in");
+        let after = Store::new(env.home.path()).open_session(SESSION).unwrap();
+        assert_eq!(after.entries().unwrap().len(), entries, "{what}");
+        check_after_crash(&env, s, &start, &what);
+    }
+}
