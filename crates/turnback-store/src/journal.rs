@@ -961,7 +961,10 @@ mod tests {
         let jpath = dir.path().join(JOURNAL_FILE);
         let text = std::fs::read_to_string(&jpath).unwrap();
         let lines: Vec<&str> = text.lines().collect();
+        let counters_back =
+            r#"{"n":4,"ops":[{"counters":{"next_seq":1,"next_turn":1,"next_record":1}}]}"#;
         let damaged = [
+            format!("{}\n{}\n{counters_back}\n", lines[0], lines[1]),
             format!("{{\"n\":2,\"ops\":[}}\n{}\n", lines[1]),
             format!("{}\n", lines[1]), // record 2 missing
             format!(

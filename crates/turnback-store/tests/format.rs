@@ -82,6 +82,34 @@ fn reads_format_2() {
 }
 
 #[test]
+fn the_first_change_to_a_format_2_session_rewrites_it_as_format_3() {
+    // Before any journal line: an older build would read index.json alone and
+    // miss the journal, so it must find a format it refuses instead.
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(example("v2-index.json"), dir.join("index.json")).unwrap();
+    let s = Store::new(home.path()).open_session("s").unwrap();
+    let entries = s.entries().unwrap();
+    s.begin_turn("a third turn", None).unwrap();
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["format"], 3);
+    assert_eq!(
+        index["turns"].as_array().unwrap().len(),
+        3,
+        "the change is in it"
+    );
+    let journal = std::fs::read(dir.join("journal.jsonl")).unwrap_or_default();
+    assert!(journal.is_empty(), "a journal line before the rewrite");
+    s.begin_turn("a fourth turn", None).unwrap();
+    assert!(!std::fs::read(dir.join("journal.jsonl")).unwrap().is_empty());
+    let again = Store::new(home.path()).open_session("s").unwrap();
+    assert_eq!(again.entries().unwrap(), entries);
+    assert_eq!(again.turn_bounds().unwrap().len(), 4);
+}
+
+#[test]
 fn reads_format_3() {
     // A snapshot holding the first turn, and a journal of every kind of line
     // since: a read mark, writes and their landings, a second turn, two undos
