@@ -708,16 +708,7 @@ impl Session {
     }
 
     pub(crate) fn lock_session(&self, mode: Mode) -> Result<LockGuard> {
-        let path = self.dir.join("lock");
-        lock::acquire(&path, mode, self.store.options().session_lock_timeout, None).map_err(|e| {
-            match e {
-                LockError::TimedOut { waited, .. } => Error::SessionBusy {
-                    session: self.id.clone(),
-                    waited,
-                },
-                LockError::Io(e) => Error::io("lock", &path)(e),
-            }
-        })
+        lock_session_dir(&self.store, &self.id, &self.dir, mode)
     }
 
     /// Takes the lock shared by every session on one real file.
@@ -746,6 +737,25 @@ impl Session {
             LockError::Io(e) => Error::io("lock", &path)(e),
         })
     }
+}
+
+/// Takes the lock of session `id`, whose directory is `dir`, waiting at most
+/// the store's `session_lock_timeout`.
+pub(crate) fn lock_session_dir(
+    store: &Store,
+    id: &str,
+    dir: &Path,
+    mode: Mode,
+) -> Result<LockGuard> {
+    let path = dir.join("lock");
+    let timeout = store.options().session_lock_timeout;
+    lock::acquire(&path, mode, timeout, None).map_err(|e| match e {
+        LockError::TimedOut { waited, .. } => Error::SessionBusy {
+            session: id.to_owned(),
+            waited,
+        },
+        LockError::Io(e) => Error::io("lock", &path)(e),
+    })
 }
 
 #[cfg(test)]

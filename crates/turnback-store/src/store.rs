@@ -15,7 +15,8 @@ use time::OffsetDateTime;
 use crate::error::{Error, Result};
 use crate::hash::to_hex;
 use crate::home;
-use crate::index::Entry;
+use crate::index::{Entry, Index};
+use crate::lock::Mode;
 use crate::session::Session;
 use crate::session_id;
 use crate::workspace::Workspace;
@@ -150,7 +151,7 @@ impl Store {
         for id in self.session_ids()? {
             let dir = self.sessions_dir().join(&id);
             let bytes = dir_size(&dir.join("blobs"));
-            let summary = match crate::journal::load(&dir, &id) {
+            let summary = match self.read_index(&id) {
                 Ok(idx) => {
                     // Undone entries count for where a session works and when it
                     // last did something: a person may still want to redo them.
@@ -210,7 +211,7 @@ impl Store {
     ) -> Result<Option<(String, Entry)>> {
         let mut best: Option<(String, Entry)> = None;
         for id in self.session_ids()? {
-            let Ok(idx) = crate::journal::load(&self.sessions_dir().join(&id), &id) else {
+            let Ok(idx) = self.read_index(&id) else {
                 continue;
             };
             for e in idx.entries.into_iter().filter(|e| wanted(e)) {
@@ -223,6 +224,15 @@ impl Store {
             }
         }
         Ok(best)
+    }
+
+    /// Session `id`'s whole index, read under its shared lock: another process
+    /// may be in the middle of a change, or of folding its journal into a new
+    /// `index.json`, and a read between the two files could miss entries.
+    fn read_index(&self, id: &str) -> Result<Index> {
+        let dir = self.sessions_dir().join(id);
+        let _guard = crate::session::lock_session_dir(self, id, &dir, Mode::Shared)?;
+        crate::journal::load(&dir, id)
     }
 
     /// The lock that serializes checkpoints of one real file across sessions,
@@ -245,4 +255,36 @@ pub(crate) fn dir_size(dir: &Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_waits_for_a_session_in_the_middle_of_a_change() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path()).with_options(Options {
+            session_lock_timeout: Duration::from_millis(50),
+            ..Options::default()
+        });
+        let s = store.session("s").unwrap();
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        s.write(&ws, "f", &b"x"[..], "m").unwrap();
+        // Another process in the middle of a change holds the lock: the
+        // listing does not read the session's files meanwhile.
+        let path = s.dir().join("lock");
+        let held = crate::lock::acquire(&path, Mode::Exclusive, Duration::ZERO, None).unwrap();
+        let listed = store.sessions().unwrap();
+        let problem = listed[0].problem.as_deref().unwrap_or_default();
+        assert!(problem.contains("busy"), "{problem:?}");
+        assert_eq!(store.latest_session_for(&ws, "f").unwrap(), None);
+        drop(held);
+        assert_eq!(store.sessions().unwrap()[0].entries, 1);
+        assert_eq!(
+            store.latest_session_for(&ws, "f").unwrap().as_deref(),
+            Some("s")
+        );
+    }
 }
