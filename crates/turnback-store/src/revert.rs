@@ -23,7 +23,6 @@ use crate::index::{
 };
 use crate::lock::LockGuard;
 use crate::session::Session;
-use crate::store::Store;
 use crate::workspace::{NewContents, Workspace};
 
 /// How a revert may proceed.
@@ -614,7 +613,7 @@ fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
                 None => FileStatus::NeverCommitted,
                 Some(a) if now.same_contents(a) => FileStatus::Safe,
                 Some(_) => FileStatus::ChangedSince {
-                    by: find_changer(session.store(), &p.file(), &now),
+                    by: find_changer(session, &p.file(), &now),
                 },
             }
         };
@@ -623,12 +622,15 @@ fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
 }
 
 /// The newest entry in any session of the store whose "after" is the file as it
-/// is now: the change that made it so.
-fn find_changer(store: &Store, file: &Path, now: &FileState) -> Option<ChangedBy> {
+/// is now: the change that made it so. The caller may hold `session`'s lock.
+fn find_changer(session: &Session, file: &Path, now: &FileState) -> Option<ChangedBy> {
     let made_it_so = |e: &Entry| {
         e.absolute_path() == file && e.after.as_ref().is_some_and(|a| a.same_contents(now))
     };
-    let (session, e) = store.newest_entry_where(made_it_so).ok()??;
+    let store = session.store();
+    let (session, e) = store
+        .newest_entry_where(Some(session.id()), made_it_so)
+        .ok()??;
     Some(ChangedBy {
         session,
         message_id: e.message_id,

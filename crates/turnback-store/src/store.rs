@@ -198,20 +198,27 @@ impl Store {
     ) -> Result<Option<String>> {
         let path = path.as_ref();
         let candidates = crate::revert::candidate_files(workspace, path)?;
-        let newest = self.newest_entry_where(|e| candidates.contains(&e.absolute_path()))?;
+        let newest = self.newest_entry_where(None, |e| candidates.contains(&e.absolute_path()))?;
         Ok(newest.map(|(id, _)| id))
     }
 
     /// The newest entry in effect, across every session of the home, that
     /// `wanted` accepts, with its session's id. Sessions whose index cannot be
-    /// read are skipped.
+    /// read are skipped. A caller that holds the lock of session `holding`
+    /// (a revert deciding whether a file changed since) says so: that session
+    /// is read without taking its lock again, which would wait for itself.
     pub(crate) fn newest_entry_where(
         &self,
+        holding: Option<&str>,
         wanted: impl Fn(&Entry) -> bool,
     ) -> Result<Option<(String, Entry)>> {
         let mut best: Option<(String, Entry)> = None;
         for id in self.session_ids()? {
-            let Ok(idx) = self.read_index(&id) else {
+            let idx = match holding == Some(id.as_str()) {
+                true => crate::journal::load(&self.sessions_dir().join(&id), &id),
+                false => self.read_index(&id),
+            };
+            let Ok(idx) = idx else {
                 continue;
             };
             for e in idx.entries.into_iter().filter(|e| wanted(e)) {
@@ -286,5 +293,32 @@ mod tests {
             store.latest_session_for(&ws, "f").unwrap().as_deref(),
             Some("s")
         );
+    }
+
+    #[test]
+    fn a_refusal_names_a_change_of_the_reverting_session_itself() {
+        // The revert holds its own session's lock while it asks which change
+        // made the file what it is: its own session must be read then too,
+        // without waiting for the lock it holds.
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path()).with_options(Options {
+            session_lock_timeout: Duration::from_millis(200),
+            ..Options::default()
+        });
+        let s = store.session("s").unwrap();
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let plain = crate::RevertOptions::default();
+        s.write(&ws, "f", &b"one"[..], "m1").unwrap();
+        s.undo(plain).unwrap();
+        s.write(&ws, "f", &b"three"[..], "m3").unwrap();
+        let Err(Error::Refused { conflicts, .. }) = s.redo(plain) else {
+            panic!("the redo was not refused");
+        };
+        let reason = &conflicts[0].reason;
+        let crate::ConflictReason::ChangedSince { by: Some(by) } = reason else {
+            panic!("no changer named: {reason:?}");
+        };
+        assert_eq!((by.session.as_str(), by.message_id.as_str()), ("s", "m3"));
     }
 }
