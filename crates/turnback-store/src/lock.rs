@@ -140,8 +140,13 @@ fn wait_for(file: File, mode: Mode, timeout: Duration) -> Result<File, LockError
 
 /// Takes the exclusive lock at `path` only if it is free right now.
 pub(crate) fn try_acquire(path: &Path) -> io::Result<Option<LockGuard>> {
+    try_acquire_as(path, Mode::Exclusive)
+}
+
+/// Takes the lock at `path` in `mode` only if that is possible right now.
+pub(crate) fn try_acquire_as(path: &Path, mode: Mode) -> io::Result<Option<LockGuard>> {
     let file = open(path)?;
-    Ok(try_take(&file, Mode::Exclusive)?.then_some(LockGuard { file }))
+    Ok(try_take(&file, mode)?.then_some(LockGuard { file }))
 }
 
 fn read_holder(path: &Path) -> Option<String> {

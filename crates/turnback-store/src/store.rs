@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::hash::to_hex;
 use crate::home;
 use crate::index::{Entry, Index};
-use crate::lock::Mode;
+use crate::lock::{self, Mode};
 use crate::session::Session;
 use crate::session_id;
 use crate::workspace::Workspace;
@@ -205,8 +205,11 @@ impl Store {
     /// The newest entry in effect, across every session of the home, that
     /// `wanted` accepts, with its session's id. Sessions whose index cannot be
     /// read are skipped. A caller that holds the lock of session `holding`
-    /// (a revert deciding whether a file changed since) says so: that session
-    /// is read without taking its lock again, which would wait for itself.
+    /// (a revert naming who changed a file) says so: that session is read
+    /// without taking its lock again, which would wait for itself, and no
+    /// other session's lock is waited for, since its holder may be waiting for
+    /// the caller's in the same way; a busy one is read without its lock (the
+    /// answer is only a hint in an error message).
     pub(crate) fn newest_entry_where(
         &self,
         holding: Option<&str>,
@@ -214,9 +217,19 @@ impl Store {
     ) -> Result<Option<(String, Entry)>> {
         let mut best: Option<(String, Entry)> = None;
         for id in self.session_ids()? {
-            let idx = match holding == Some(id.as_str()) {
-                true => crate::journal::load(&self.sessions_dir().join(&id), &id),
-                false => self.read_index(&id),
+            let dir = self.sessions_dir().join(&id);
+            let idx = match holding {
+                None => self.read_index(&id),
+                Some(_) => {
+                    let mine = holding == Some(id.as_str());
+                    let _guard = match mine {
+                        true => None,
+                        false => lock::try_acquire_as(&dir.join("lock"), Mode::Shared)
+                            .ok()
+                            .flatten(),
+                    };
+                    crate::journal::load(&dir, &id)
+                }
             };
             let Ok(idx) = idx else {
                 continue;
@@ -320,5 +333,34 @@ mod tests {
             panic!("no changer named: {reason:?}");
         };
         assert_eq!((by.session.as_str(), by.message_id.as_str()), ("s", "m3"));
+    }
+
+    #[test]
+    fn a_refusal_does_not_wait_for_another_sessions_lock_to_name_it() {
+        // Two agents reverting at once each hold their own session's lock while
+        // they name who changed a file; waiting for each other's would stall
+        // both until the timeout. The other session is read without its lock.
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path()).with_options(Options {
+            session_lock_timeout: Duration::from_millis(500),
+            ..Options::default()
+        });
+        let (a, b) = (store.session("a").unwrap(), store.session("b").unwrap());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let plain = crate::RevertOptions::default();
+        b.write(&ws, "f", &b"one"[..], "m1").unwrap();
+        b.undo(plain).unwrap();
+        a.write(&ws, "f", &b"two"[..], "m2").unwrap();
+        let path = a.dir().join("lock");
+        let _held = crate::lock::acquire(&path, Mode::Exclusive, Duration::ZERO, None).unwrap();
+        let Err(Error::Refused { conflicts, .. }) = b.redo(plain) else {
+            panic!("the redo was not refused");
+        };
+        let reason = &conflicts[0].reason;
+        let crate::ConflictReason::ChangedSince { by: Some(by) } = reason else {
+            panic!("no changer named: {reason:?}");
+        };
+        assert_eq!((by.session.as_str(), by.message_id.as_str()), ("a", "m2"));
     }
 }
