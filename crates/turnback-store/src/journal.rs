@@ -832,6 +832,22 @@ pub(crate) fn change<T>(
     f: impl FnOnce(&mut Tracked) -> Result<T>,
 ) -> Result<T> {
     Loaded::refresh(cache, dir, session)?;
+    change_again(cache, dir, session, durability, f)
+}
+
+/// [`change`] for a caller that has brought the cache up to date under the
+/// lock it still holds (a second change in one acquisition): no second look
+/// at the files.
+pub(crate) fn change_again<T>(
+    cache: &mut Option<Loaded>,
+    dir: &Path,
+    session: &str,
+    durability: Durability,
+    f: impl FnOnce(&mut Tracked) -> Result<T>,
+) -> Result<T> {
+    if cache.is_none() {
+        Loaded::refresh(cache, dir, session)?;
+    }
     let loaded = cache.as_mut().expect("refreshed");
     let mut tracked = Tracked::new(&mut loaded.state);
     let out = f(&mut tracked);

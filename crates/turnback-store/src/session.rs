@@ -666,7 +666,7 @@ impl Session {
             self.settle_in_flight(idx, held);
             Ok(())
         })?;
-        journal::change(&mut cache, &self.dir, &self.id, durability, f)
+        journal::change_again(&mut cache, &self.dir, &self.id, durability, f)
     }
 
     /// Recovery for write-through changes whose process died between recording
