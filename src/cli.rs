@@ -76,10 +76,14 @@ pub(crate) enum Command {
         id: u64,
     },
     /// Put the file of checkpoint ID back and drop the entry (for agents)
-    #[command(after_help = "Example:\n  turnback rollback 12")]
+    #[command(
+        after_help = "Example:\n  turnback rollback 12\n\nRefused (exit code 3) when a change to the file was recorded since the\ncheckpoint, by this session or another; --force rolls back over it, backing\nup what it overwrites (`turnback redo` puts it back)."
+    )]
     Rollback {
         /// The entry number `turnback checkpoint` printed
         id: u64,
+        #[command(flatten)]
+        flags: RevertFlags,
     },
     /// Begin a user turn; prints its number (for agents)
     #[command(

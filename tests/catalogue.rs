@@ -312,6 +312,18 @@ fn bad_input_blob_whose_hash_does_not_match() {
     let (hash, blob) = backup_of_a(&s);
     // The same size, other bytes: only the hash can tell.
     fs::write(&blob, b"A ONE\n").unwrap();
+    // The first revert to read it moves it aside, kept as it is, and touches
+    // nothing else; from then on nothing at all changes.
+    let workspace = tree_digest(env.ws.path());
+    let aside = match s.undo(plain()) {
+        Err(Error::BlobCorrupt {
+            moved_to: Some(aside),
+            ..
+        }) => aside,
+        other => panic!("expected BlobCorrupt, moved aside: {other:?}"),
+    };
+    assert!(!blob.exists());
+    assert_eq!(tree_digest(env.ws.path()), workspace);
     let frozen = Frozen::now(env.home.path(), &[("workspace", env.ws.path())]);
     each_refused(&frozen, reverts_of_a(&s, &ws), |what, err| match err {
         Error::BlobCorrupt {
@@ -319,7 +331,12 @@ fn bad_input_blob_whose_hash_does_not_match() {
             path,
             hash: h,
             actual,
+            moved_to,
         } => {
+            assert!(
+                moved_to.is_some(),
+                "{what}: the damaged backup's place not named"
+            );
             assert_eq!(
                 (session.as_str(), path.as_str()),
                 ("blob-corrupt", "a.txt"),
@@ -336,9 +353,9 @@ fn bad_input_blob_whose_hash_does_not_match() {
         "a temporary was left"
     );
     assert_eq!(
-        read(&blob),
+        read(&aside),
         b"A ONE\n",
-        "the damaged backup itself was kept"
+        "the damaged backup itself was kept (aside)"
     );
     assert_eq!(fs::read_to_string(env.path("a.txt")).unwrap(), "a two\n");
 }
@@ -1000,36 +1017,73 @@ fn workspace_full(tiny: &Path) {
     );
 
     // 3. A rewind of two files, newest first: g.txt fits (one page), f.txt
-    // (12 KiB) does not. A revert is checked whole before anything is touched,
-    // but an I/O error part way cannot be: what was restored stays restored,
-    // the index drops exactly its entries and records it for redo, so the index
-    // matches the files and nothing is lost (revert.rs).
-    let m2 = s.write(&ws, "g.txt", &b"g new\n"[..], "m2").unwrap();
+    // (12 KiB) does not. The new contents of every file are made (a chunk of
+    // up to 64 files at a time) before any file is replaced, so the rewind
+    // fails with nothing touched: no file, no entry, no record.
+    s.write(&ws, "g.txt", &b"g new\n"[..], "m2").unwrap();
+    let entries = s.entries().unwrap();
+    let history = s.history().unwrap();
     let err = s.rewind("m1", plain()).unwrap_err();
     assert_disk_full("rewind (second file)", &err, |p| {
         p == ws.root().join("f.txt")
     });
-    assert_eq!(read(&g), b"g old\n", "g.txt, restored first");
+    assert_eq!(read(&g), b"g new\n", "g.txt, made but not put in place");
     assert_eq!(read(&f), b"v2, small\n", "f.txt, which did not fit");
     assert!(stray_temps(&root).is_empty(), "stray temp in the workspace");
-    assert_eq!(s.entries().unwrap(), entries, "only g.txt's entry is taken");
+    assert_eq!(s.entries().unwrap(), entries, "an entry was taken");
+    assert_eq!(s.history().unwrap(), history, "a revert was recorded");
+
+    // 4. Past one chunk an I/O error part way cannot be foreseen: 64 files
+    // (one page each to restore, their agent versions empty) are put back,
+    // then f.txt's 12 KiB do not fit. What was restored stays restored, the
+    // index drops exactly its entries and records it for redo, so the index
+    // matches the files and nothing is lost (revert.rs, `apply`).
+    let many: Vec<String> = (0..64).map(|i| format!("h{i:02}.txt")).collect();
+    fs::remove_file(tiny.join("filler")).unwrap();
+    for h in &many {
+        fs::write(root.join(h), "h old\n").unwrap();
+        s.write(&ws, h, &b""[..], "m3").unwrap();
+    }
+    let before_rewind = s.entries().unwrap();
+    fill(tiny, (64 + 2) * PAGE);
+    let err = s.rewind("m1", plain()).unwrap_err();
+    assert_disk_full("rewind (second chunk)", &err, |p| {
+        p == ws.root().join("f.txt")
+    });
+    for h in &many {
+        assert_eq!(read(root.join(h)), b"h old\n", "{h}, in the first chunk");
+    }
+    assert_eq!(read(&g), b"g new\n", "g.txt, in the chunk that failed");
+    assert_eq!(read(&f), b"v2, small\n", "f.txt, which did not fit");
+    assert!(stray_temps(&root).is_empty(), "stray temp in the workspace");
+    let left: Vec<String> = s.entries().unwrap().into_iter().map(|e| e.path).collect();
+    assert_eq!(
+        left,
+        ["f.txt", "g.txt"],
+        "only the first chunk's entries are taken"
+    );
     let record = s
         .history()
         .unwrap()
         .pop()
         .expect("the part done is recorded");
-    assert_eq!(record.entries, vec![m2.clone()]);
-    assert_eq!(record.files.len(), 1);
-    assert_eq!(record.files[0].path, "g.txt");
+    assert_eq!(record.entries.len(), 64);
+    assert_eq!(record.files.len(), 64);
+    assert!(record.files.iter().all(|f| f.path.starts_with('h')));
 
-    // Room again: redo puts g.txt's change back, and the rewind goes through.
+    // Room again: redo puts the 64 changes back, and the rewind goes through.
     fs::remove_file(tiny.join("filler")).unwrap();
     s.redo(plain()).unwrap();
-    assert_eq!(read(&g), b"g new\n");
-    assert_eq!(s.entries().unwrap().len(), 2);
+    assert_eq!(s.entries().unwrap(), before_rewind);
+    for h in &many {
+        assert_eq!(read(root.join(h)), b"", "{h} redone");
+    }
     s.rewind("m1", plain()).unwrap();
     assert_eq!(read(&f), old);
     assert_eq!(read(&g), b"g old\n");
+    for h in &many {
+        assert_eq!(read(root.join(h)), b"h old\n");
+    }
     assert!(s.entries().unwrap().is_empty());
 }
 

@@ -397,6 +397,44 @@ fn reverts_of_newest<'a>(
 
 /// Runs each revert in turn and checks it fails with the error `check` accepts
 /// and leaves the index, the backups, the entries and the workspace alone.
+/// The first revert to read a damaged backup moves it aside (kept whole, never
+/// deleted) so that the next backup of the same bytes writes it again: checks
+/// that `first` fails with `BlobCorrupt` having done that and nothing else
+/// (the workspace, the index and the entries as they were). The attempts after
+/// it then change nothing at all.
+fn first_attempt_moves_the_damaged_backup_aside(
+    env: &Env,
+    s: &Session,
+    blob: &Path,
+    first: impl FnOnce() -> turnback_store::Result<RevertReport>,
+) {
+    let damaged = read(blob);
+    let entries = s.entries().unwrap();
+    let (workspace, index) = (tree_digest(env.ws.path()), fs::read(index_path(s)).ok());
+    match first() {
+        Err(Error::BlobCorrupt {
+            moved_to: Some(aside),
+            ..
+        }) => {
+            assert_eq!(read(&aside), damaged, "kept aside as it was");
+            assert!(aside.starts_with(s.dir().join("blobs")));
+        }
+        other => panic!("expected BlobCorrupt with the blob moved aside, got {other:?}"),
+    }
+    assert!(
+        !blob.exists(),
+        "the damaged blob is still trusted under its name"
+    );
+    assert_eq!(
+        tree_digest(env.ws.path()),
+        workspace,
+        "the workspace changed"
+    );
+    assert_eq!(fs::read(index_path(s)).ok(), index, "index.json changed");
+    assert_eq!(s.entries().unwrap(), entries, "entries changed");
+    assert!(stray_temps(env.ws.path()).is_empty(), "stray temp");
+}
+
 fn each_fails_untouched(
     env: &Env,
     s: &Session,
@@ -446,11 +484,16 @@ fn expect_blob_corrupt<'a>(
             path: p,
             hash: h,
             actual,
+            moved_to,
         } => {
             assert_eq!(session, s.id(), "{what}");
             assert_eq!(p, path, "{what}");
             assert_eq!(h, hash, "{what}");
             assert_ne!(actual, hash, "{what}");
+            assert!(
+                moved_to.is_some_and(|m| m.is_file()),
+                "{what}: not kept aside"
+            );
         }
         other => panic!("{what}: expected BlobCorrupt, got {other:?}"),
     }
@@ -499,6 +542,7 @@ fn a_corrupted_backup_stops_the_undo_and_touches_nothing() {
     assert_eq!(good, b"b two\n");
     // Same size, different bytes: only the hash can tell.
     fs::write(&blob, b"B TWO\n").unwrap();
+    first_attempt_moves_the_damaged_backup_aside(&env, &s, &blob, || s.undo(plain()));
     let reverts = reverts_of_newest(&s, &ws, "b.txt", "m4");
     each_fails_untouched(&env, &s, reverts, expect_blob_corrupt(&s, "b.txt", &hash));
     assert_eq!(read_text(env.path("b.txt")), "b three\n");
@@ -517,6 +561,7 @@ fn a_corrupted_backup_in_a_subdirectory_leaves_no_temporary_there() {
         .unwrap();
     let (_, blob) = blob_of(&s, 0);
     fs::write(&blob, b"OLD\n").unwrap();
+    first_attempt_moves_the_damaged_backup_aside(&env, &s, &blob, || s.undo(forced()));
     let before = snapshot(&env, &s);
     let r = s.undo(forced());
     assert!(matches!(r, Err(Error::BlobCorrupt { .. })), "{r:?}");
@@ -535,6 +580,7 @@ fn a_rewind_with_one_corrupted_backup_touches_no_file() {
     // so damage a.txt's backup.
     let (hash, blob) = blob_of(&s, 0);
     fs::write(&blob, b"A ONE\n").unwrap();
+    first_attempt_moves_the_damaged_backup_aside(&env, &s, &blob, || s.rewind("m1", plain()));
     let reverts: Vec<Revert> = vec![("rewind m1".into(), Box::new(|| s.rewind("m1", plain())))];
     each_fails_untouched(&env, &s, reverts, expect_blob_corrupt(&s, "a.txt", &hash));
 }

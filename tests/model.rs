@@ -55,8 +55,8 @@ use proptest::strategy::Union;
 use proptest::test_runner::{Config, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 use turnback_store::{
-    ChangedBy, ConflictReason, Entry, Error, FileState, FileStatus, RevertAction, RevertOptions,
-    RevertRecord, RevertReport, Session, Store, Workspace,
+    ChangedBy, ConflictReason, Entry, Error, FileState, FileStatus, REDO_OVERWRITE_MESSAGE,
+    RevertAction, RevertOptions, RevertRecord, RevertReport, Session, Store, Workspace,
 };
 
 use crate::util::{names_under, sha256_hex, stray_temps};
@@ -185,9 +185,10 @@ pub enum Op {
     CommitPending {
         pick: u8,
     },
-    /// `Session::rollback` of an uncommitted entry (picked among them).
+    /// `Session::rollback_with` of an uncommitted entry (picked among them).
     RollbackPending {
         pick: u8,
+        how: How,
     },
     Undo {
         how: How,
@@ -331,8 +332,8 @@ fn op(m: &Model) -> BoxedStrategy<Op> {
         ),
         (
             when(pending, 3),
-            any::<u8>()
-                .prop_map(|pick| Op::RollbackPending { pick })
+            (any::<u8>(), how())
+                .prop_map(|(pick, how)| Op::RollbackPending { pick, how })
                 .boxed(),
         ),
         (
@@ -455,13 +456,10 @@ pub enum Expect {
 /// A file's state: absent, or its bytes and mode.
 type St = Option<(Vec<u8>, u32)>;
 
-/// Contents equal (or both absent); modes are not compared, as in the store.
+/// The same file (or both absent): contents and mode, as the store compares
+/// them (`FileState::same_state`): a chmod alone is a change.
 fn same(a: &St, b: &St) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some((x, _)), Some((y, _))) => x == y,
-        _ => false,
-    }
+    a == b
 }
 
 /// A state as the checks print it.
@@ -954,6 +952,8 @@ impl Model {
         for d in &rec.removed_dirs {
             self.ensure_dirs(&format!("{d}/x"));
         }
+        let found: BTreeMap<&str, St> =
+            plans.iter().map(|p| (p.path, self.state(p.path))).collect();
         for p in &plans {
             if p.status != Status::AlreadyReverted {
                 self.put(p.path, p.target.clone());
@@ -969,7 +969,66 @@ impl Model {
             .first()
             .map_or(self.turns.len(), |t| self.turns.partition_point(|x| x < t));
         self.turns.splice(at..at, rec.turns);
+        // A forced redo records what it overwrote as a change of its own, from
+        // what it found to what it wrote: undo brings the hand edit back.
+        let overwrites: Vec<Draft> = plans
+            .iter()
+            .filter(|p| matches!(p.status, Status::ChangedSince(_)))
+            .map(|p| Draft {
+                path: p.path,
+                before: found[p.path].clone(),
+                after: Some(p.target.clone()),
+                created_dirs: Vec::new(),
+            })
+            .collect();
+        if !overwrites.is_empty() {
+            self.record(REDO_OVERWRITE_MESSAGE, overwrites);
+        }
         Self::report(&plans, true)
+    }
+
+    /// `Session::rollback_with`: refused when a change to the file was
+    /// recorded since the checkpoint (this session's later entries first, else
+    /// the other session's newest since), unless forced; forced, it takes this
+    /// session's later entries to the file along and is recorded for redo.
+    fn rollback(&mut self, seq: u64, how: How) -> Expect {
+        let cp = self.entry_mut(seq).clone();
+        let later: Vec<&MEntry> = self
+            .entries
+            .iter()
+            .filter(|e| e.seq > seq && e.path == cp.path)
+            .collect();
+        let by = match later.last() {
+            Some(e) => Some(By {
+                session: MAIN.into(),
+                message_id: e.msg.into(),
+                seq: e.seq,
+            }),
+            None => self
+                .other
+                .iter()
+                .filter(|e| e.path == cp.path && e.stamp > cp.stamp)
+                .max_by_key(|e| e.stamp)
+                .map(|e| By {
+                    session: OTHER.into(),
+                    message_id: OTHER_MSG.into(),
+                    seq: e.seq,
+                }),
+        };
+        let mut seqs = vec![seq];
+        seqs.extend(later.iter().map(|e| e.seq));
+        if how == How::Dry {
+            return self.revert(&seqs, How::Dry, None, None);
+        }
+        if let (Some(by), false) = (&by, how == How::Force) {
+            return Expect::Fail(Failure::Refused(vec![ExpConflict {
+                path: cp.path.into(),
+                seq,
+                reason: Status::ChangedSince(Some(by.clone())),
+            }]));
+        }
+        let kind = by.is_some().then_some("rollback");
+        self.revert(&seqs, How::Force, kind, None)
     }
 
     /// Commit or rollback by number: an uncommitted entry if there is one.
@@ -1089,11 +1148,8 @@ impl Model {
                 }
                 Err(f) => Expect::Fail(f),
             },
-            Op::RollbackPending { pick } => match self.pick_uncommitted(*pick) {
-                Ok(seq) => {
-                    self.revert(&[seq], How::Force, None, None);
-                    Expect::Done
-                }
+            Op::RollbackPending { pick, how } => match self.pick_uncommitted(*pick) {
+                Ok(seq) => self.rollback(seq, *how),
                 Err(f) => Expect::Fail(f),
             },
             Op::Undo { how } => match self.entries.last() {
@@ -1511,7 +1567,7 @@ impl StateMachineTest for StoreTest {
                 }
             }
             Op::CommitPending { .. } => done(s.commit(model.seq_arg)),
-            Op::RollbackPending { .. } => done(s.rollback(model.seq_arg)),
+            Op::RollbackPending { how, .. } => reported(s.rollback_with(model.seq_arg, how.opts())),
             Op::Undo { how } => reported(s.undo(how.opts())),
             Op::Revert { path, how } => reported(s.revert(ws, path, how.opts())),
             Op::Rewind { msg, how } => reported(s.rewind(msg, how.opts())),
@@ -1701,7 +1757,10 @@ fn a_scripted_sequence_matches_the_model() {
             msg: "m2",
         },
         Undo { how: Plain },
-        RollbackPending { pick: 0 },
+        RollbackPending {
+            pick: 0,
+            how: How::Plain,
+        },
         Reopen,
         Undo { how: Plain },
         Redo { how: Plain },

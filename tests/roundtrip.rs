@@ -6,9 +6,9 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use turnback_store::{FileState, FileStatus, RevertAction, Session, Workspace};
+use turnback_store::{Error, FileState, FileStatus, RevertAction, Session, Workspace};
 
-use crate::util::{self, Env, mode_of, plain, read, sha256_hex};
+use crate::util::{self, Env, forced, mode_of, plain, read, sha256_hex};
 
 // ---------------------------------------------------------------- helpers
 
@@ -255,17 +255,24 @@ fn a_private_file_keeps_mode_0600_through_write_and_undo() {
 }
 
 #[test]
-fn a_mode_change_by_hand_is_not_a_conflict_and_undo_restores_the_recorded_mode() {
+fn a_mode_change_by_hand_is_a_conflict_and_a_forced_undo_restores_the_recorded_mode() {
+    // A chmod since the write is a change a revert would destroy (issue 10):
+    // refused, then forced, undo restores the recorded contents and mode.
     let (env, s, ws) = Env::with_session("chmod");
     let p = env.path("run");
     std::fs::write(&p, b"old").unwrap();
     set_mode(&p, 0o750);
     s.write(&ws, "run", &b"new"[..], "m1").unwrap();
     set_mode(&p, 0o644);
-    let r = s.undo(plain()).unwrap();
-    assert_eq!(r.files[0].status, FileStatus::Safe);
+    assert!(matches!(s.undo(plain()), Err(Error::Refused { .. })));
+    assert_eq!((read(&p).as_slice(), mode_of(&p)), (&b"new"[..], 0o644));
+    let r = s.undo(forced()).unwrap();
+    assert!(matches!(r.files[0].status, FileStatus::ChangedSince { .. }));
     assert_eq!(read(&p), b"old");
     assert_eq!(mode_of(&p), 0o750);
+    // Redo puts back the mode the undo found, too.
+    s.redo(forced()).unwrap();
+    assert_eq!((read(&p).as_slice(), mode_of(&p)), (&b"new"[..], 0o644));
 }
 
 #[test]

@@ -32,3 +32,5 @@ mod catalogue;
 mod model;
 // Symlink races and many processes at once.
 mod races;
+// Defects found by trying to break the store: each test failed before its fix.
+mod defects;

@@ -716,8 +716,26 @@ fn redo_refuses_a_file_changed_by_hand_since_the_undo_until_forced() {
     let r = s.redo(forced()).unwrap();
     assert!(r.applied);
     assert_tree(&snap(root), &before, "a forced redo");
-    assert_eq!(s.entries().unwrap(), entries);
+    // The entries come back, and one more: the redo's overwrite of the hand
+    // edit, backed up (issue 10), so that undo can bring the edit back.
+    let now = s.entries().unwrap();
+    assert_eq!(now[..entries.len()], entries[..]);
+    let [overwrite] = &now[entries.len()..] else {
+        panic!("not one entry for the overwrite: {now:?}");
+    };
+    assert_eq!(overwrite.message_id, turnback_store::REDO_OVERWRITE_MESSAGE);
+    assert_eq!(overwrite.path, "bin.dat");
+    assert_eq!(
+        overwrite.before.sha256,
+        Some(sha256_hex(b"edited by hand\n"))
+    );
     assert!(s.history().unwrap().is_empty());
+    s.undo(plain()).unwrap();
+    assert_eq!(read(env.path("bin.dat")), b"edited by hand\n");
+    assert!(
+        !env.path("new/deep/made.txt").exists(),
+        "the rename stays redone"
+    );
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! `turnback checkpoint`, `commit`, `rollback`: the bracket around a write an
 //! agent makes itself, across processes.
 
-use crate::cli::FileArgs;
+use turnback_store::RevertOptions;
+
+use crate::cli::{FileArgs, RevertFlags};
 use crate::commands::CliError;
 use crate::context::Context;
 use turnback::output::Out;
@@ -38,10 +40,22 @@ pub(crate) fn commit(ctx: &Context, out: &Out, id: u64) -> Result<(), CliError> 
     Ok(())
 }
 
-pub(crate) fn rollback(ctx: &Context, out: &Out, id: u64) -> Result<(), CliError> {
+pub(crate) fn rollback(
+    ctx: &Context,
+    out: &Out,
+    id: u64,
+    flags: &RevertFlags,
+) -> Result<(), CliError> {
     let session = ctx.agent_session()?;
     let entry = session.entries()?.into_iter().find(|e| e.seq == id);
-    session.rollback(id)?;
+    let opts = RevertOptions {
+        force: flags.force,
+        dry_run: flags.dry_run,
+    };
+    let r = session.rollback_with(id, opts)?;
+    if flags.dry_run {
+        return crate::commands::revert::show(out, &session, &format!("rollback of {id}"), &r);
+    }
     if out.json {
         let path = entry.as_ref().map(|e| e.path.clone());
         out.json(&serde_json::json!({ "session": session.id(), "rolled_back": id, "path": path }));

@@ -214,7 +214,7 @@ fn dispatch(cli: &Cli, out: &Out) -> Result<(), CliError> {
         } => write::turn(&ctx, out, prompt, *conversation_index),
         Command::Checkpoint(args) => bracket::checkpoint(&ctx, out, args),
         Command::Commit { id } => bracket::commit(&ctx, out, *id),
-        Command::Rollback { id } => bracket::rollback(&ctx, out, *id),
+        Command::Rollback { id, flags } => bracket::rollback(&ctx, out, *id, flags),
         Command::Undo(flags) => revert::undo(&ctx, out, flags),
         Command::Revert { file, flags } => revert::revert(&ctx, out, file, flags),
         Command::Rewind {

@@ -16,6 +16,9 @@ use crate::hash::{self, CopyError};
 use crate::session_id::random_u64;
 use crate::sys;
 
+/// The name prefix of a blob moved aside because it did not match its hash.
+pub(crate) const QUARANTINE_PREFIX: &str = ".corrupt-";
+
 /// The blob directory of one session.
 #[derive(Debug, Clone)]
 pub(crate) struct Blobs {
@@ -131,6 +134,30 @@ impl Blobs {
 
     pub(crate) fn exists(&self, hash: &str) -> bool {
         self.path(hash).is_file()
+    }
+
+    /// Moves the blob `hash`, found not to match its name, aside to
+    /// `.corrupt-<hash>-<random>` in the same directory: kept (a person may
+    /// want what is left of it), never again trusted, and out of the way of
+    /// the next backup of the same bytes, which writes the blob whole again.
+    pub(crate) fn quarantine(&self, hash: &str) -> io::Result<PathBuf> {
+        let aside = self.dir.join(format!(
+            "{QUARANTINE_PREFIX}{hash}-{:08x}",
+            random_u64() as u32
+        ));
+        std::fs::rename(self.path(hash), &aside)?;
+        sys::fsync_dir_path(&self.dir)?;
+        Ok(aside)
+    }
+
+    /// A blob `hash` moved aside as corrupt, if there is one.
+    pub(crate) fn quarantined(&self, hash: &str) -> Option<PathBuf> {
+        let prefix = format!("{QUARANTINE_PREFIX}{hash}-");
+        std::fs::read_dir(&self.dir)
+            .ok()?
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
     }
 
     /// Deletes blobs no entry names (and temporaries) last changed before

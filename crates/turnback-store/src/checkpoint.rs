@@ -4,13 +4,14 @@
 //! user (another agent, another session) can change the file in between, and the
 //! "after" that [`Checkpoint::commit`] records is this writer's own.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::Entry;
 use crate::lock::LockGuard;
-use crate::revert::{self, RevertOptions};
+use crate::revert::{self, RevertOptions, RevertReport};
 use crate::session::Session;
 use crate::workspace::Workspace;
 
@@ -68,7 +69,8 @@ impl<'a> Checkpoint<'a> {
     /// Puts the file back as it was at the checkpoint (deleting it if it did not
     /// exist), drops the entry and releases the lock: for a write that failed.
     pub fn rollback(self) -> Result<()> {
-        self.session.rollback_locked(self.seq)
+        self.session
+            .rollback_locked(self.workspace, &self.rel, self.seq)
     }
 }
 
@@ -86,12 +88,23 @@ impl Session {
     }
 
     /// Rolls entry `seq` back: its file returns to "before" and the entry is
-    /// dropped.
+    /// dropped. Refused ([`Error::Refused`], naming who made it) when a change
+    /// to the file was recorded since the checkpoint, by this session or any
+    /// other: [`Session::rollback_with`] can force it.
     pub fn rollback(&self, seq: u64) -> Result<()> {
+        self.rollback_with(seq, RevertOptions::default()).map(drop)
+    }
+
+    /// [`Session::rollback`] with options: `force` rolls back over changes
+    /// recorded since (this session's later changes to the file go with it),
+    /// backing up what it overwrites and recording the rollback so that
+    /// [`Session::redo`] puts it all back; `dry_run` only reports.
+    pub fn rollback_with(&self, seq: u64, opts: RevertOptions) -> Result<RevertReport> {
         let entry = self.uncommitted(seq)?;
         let ws = Workspace::reopen(&entry.workspace)?;
         let _lock = self.lock_file(&ws, &entry.path)?;
-        self.rollback_locked(seq)
+        let held = BTreeSet::from([entry.absolute_path()]);
+        revert::rollback(self, seq, opts, &held)
     }
 
     fn uncommitted(&self, seq: u64) -> Result<Entry> {
@@ -130,24 +143,9 @@ impl Session {
         })
     }
 
-    fn rollback_locked(&self, seq: u64) -> Result<()> {
-        let opts = RevertOptions {
-            force: true,
-            dry_run: false,
-        };
-        let id = self.id().to_owned();
-        revert::revert_locked(self, opts, &|idx| match idx.entry(seq) {
-            None => Err(Error::NoSuchEntry {
-                session: id.clone(),
-                seq,
-            }),
-            Some(e) if e.is_committed() => Err(Error::AlreadyCommitted {
-                session: id.clone(),
-                seq,
-            }),
-            Some(_) => Ok(vec![seq]),
-        })?;
-        Ok(())
+    fn rollback_locked(&self, ws: &Workspace, rel: &str, seq: u64) -> Result<()> {
+        let held = BTreeSet::from([ws.root().join(rel)]);
+        revert::rollback(self, seq, RevertOptions::default(), &held).map(drop)
     }
 }
 

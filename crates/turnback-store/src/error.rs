@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The result type of every fallible operation of the store.
@@ -239,9 +239,12 @@ pub enum Error {
         hash: String,
     },
 
-    /// A backup's contents no longer match its hash.
+    /// A backup's contents no longer match its hash. The damaged blob is moved
+    /// aside (never deleted), so that the next backup of the same bytes writes
+    /// it whole again.
     #[error(
-        "session {session:?}: the backup of {path} is corrupt (named {hash}, contents hash to {actual}); the file was not touched"
+        "session {session:?}: the backup of {path} is corrupt (named {hash}, contents hash to {actual}{}); the file was not touched",
+        moved_to.as_ref().map(|p| format!("; kept aside as {}", p.display())).unwrap_or_default()
     )]
     BlobCorrupt {
         /// The session id.
@@ -252,6 +255,8 @@ pub enum Error {
         hash: String,
         /// What its contents hash to now.
         actual: String,
+        /// Where the damaged blob was moved aside to, if it could be.
+        moved_to: Option<Box<Path>>,
     },
 
     /// The session has no entry with this sequence number (it was undone,

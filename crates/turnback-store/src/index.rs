@@ -58,10 +58,23 @@ impl FileState {
         }
     }
 
-    /// True when both describe the same contents (or both absence). Modes are not
-    /// compared: a `chmod` is not an edit that a revert would destroy.
+    /// True when both describe the same contents (or both absence), whatever
+    /// their modes.
     pub fn same_contents(&self, other: &FileState) -> bool {
         self.exists == other.exists && self.size == other.size && self.sha256 == other.sha256
+    }
+
+    /// True when both describe the same file: the same contents and the same
+    /// permission bits (where both are known; an index written before modes
+    /// were recorded has none). This is what "as it was" means to a revert: a
+    /// `chmod +x` alone is a change that an undo takes back, and that a revert
+    /// would destroy.
+    pub fn same_state(&self, other: &FileState) -> bool {
+        self.same_contents(other)
+            && match (self.mode, other.mode) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
     }
 }
 

@@ -69,8 +69,9 @@
 //!
 //! The store trusts the store home: whoever can write there can make a revert
 //! write any contents into a workspace (though never outside it). Keep the home
-//! private (it is created with the user's umask). Files are compared by content;
-//! a change of mode alone is not a change that refuses a revert.
+//! private (it is created with the user's umask). Files are compared by contents
+//! and permission bits: a `chmod` alone is a change, which a revert takes back
+//! and which refuses a revert that would destroy it.
 //!
 //! The on-disk format is described in `docs/FORMAT.md`, the modules in
 //! `docs/ARCHITECTURE.md`.
@@ -89,6 +90,7 @@ mod home;
 mod index;
 mod journal;
 mod lock;
+mod marker;
 mod retention;
 mod revert;
 mod session;
@@ -112,7 +114,9 @@ pub use index::{
     Turn, WorkspaceRoot,
 };
 pub use retention::{PruneReport, PrunedSession, Retention};
-pub use revert::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
+pub use revert::{
+    FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,
+};
 pub use session::{Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
 pub use store::{Options, SessionSummary, Store};

@@ -1,18 +1,25 @@
-//! Undo, revert and rewind: plan, check, then restore.
+//! Undo, revert, rewind, redo and rollback: plan, check, back up, then restore.
 //!
 //! Every revert is planned in full before anything is touched: the entries are
-//! grouped by file, each file's state now is compared with what the session left
-//! (the newest entry's "after"), and a single file that changed since (or was never
-//! committed) refuses the whole revert unless `force` is given. Only then are files
-//! restored, newest first, each through the workspace capability: from a backup
-//! verified against its hash into an unnamed temporary that replaces the file in
-//! one rename, or by deleting a file the session created.
+//! grouped by file, each file's state now (contents and mode) is compared with
+//! what the session left (the newest entry's "after"), and a single file that
+//! changed since (or was never committed) refuses the whole revert unless
+//! `force` is given. Then what each file to touch holds is backed up (for redo,
+//! and for recovery), the revert is written down (`marker.rs`), and only then
+//! are files restored, newest first, each through the workspace capability:
+//! from a backup verified against its hash into a temporary that replaces the
+//! file in one rename, or by deleting a file the session created. The index
+//! records the revert last, and the marker goes after it.
 //!
-//! A file already back in its "before" state counts as done: that is how a crash
-//! between restoring files and updating the index heals on the next run.
+//! A revert is all or nothing across its files: one whose process dies part
+//! way is undone by the next holder of the session's lock (`marker.rs`), so the
+//! index always says what the files hold, and a revert run again afterwards
+//! starts from the beginning.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
+
+use time::OffsetDateTime;
 
 use crate::durable::Durability;
 use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
@@ -21,15 +28,17 @@ use crate::index::{
     Entry, FileState, Index, RemovedDir, RevertRecord, RevertedFile, WorkspaceRoot,
     is_relative_path,
 };
+use crate::journal::Tracked;
 use crate::lock::LockGuard;
+use crate::marker::{self, DoneWhen, MarkedFile};
 use crate::session::Session;
-use crate::workspace::{NewContents, Workspace};
+use crate::workspace::{NewContents, Parent, Workspace};
 
 /// How a revert may proceed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RevertOptions {
     /// Restore files even when they changed since the session wrote them, or the
-    /// change was never committed.
+    /// change was never committed. What they held is backed up first.
     pub force: bool,
     /// Only plan: report what would happen, touch nothing.
     pub dry_run: bool,
@@ -80,9 +89,10 @@ pub enum RevertAction {
 pub enum FileStatus {
     /// Still as the session left it: safe to restore.
     Safe,
-    /// Already back in its "before" state: nothing to do.
+    /// Already back in its "before" state (contents and mode): nothing to do.
     AlreadyReverted,
-    /// Changed since, by someone else (named where the store knows).
+    /// Changed since (its contents or its mode), by someone else (named where
+    /// the store knows).
     ChangedSince {
         /// Who changed it, where the store knows.
         by: Option<ChangedBy>,
@@ -104,12 +114,10 @@ impl FileStatus {
 /// Which entries a revert takes, read from the index under its lock.
 type Select<'a> = &'a dyn Fn(&Index) -> Result<Vec<u64>>;
 
-/// What kind of revert, as recorded for redo; `None` for a checkpoint's
-/// rollback, which is not recorded (its change never happened as far as the
-/// session is concerned).
+/// What kind of revert, as recorded for redo.
 #[derive(Clone, Copy)]
 pub(crate) struct Kind {
-    pub(crate) name: Option<&'static str>,
+    pub(crate) name: &'static str,
     /// A rewind to a turn also takes away that turn and the later ones.
     pub(crate) turns_from: Option<u32>,
 }
@@ -117,11 +125,15 @@ pub(crate) struct Kind {
 impl Kind {
     const fn named(name: &'static str) -> Kind {
         Kind {
-            name: Some(name),
+            name,
             turns_from: None,
         }
     }
 }
+
+/// The message id of the entry a forced redo records for each file it
+/// overwrote, so that an undo brings back what it found.
+pub const REDO_OVERWRITE_MESSAGE: &str = "turnback-redo";
 
 /// A file's part of a revert.
 struct FilePlan {
@@ -137,11 +149,17 @@ struct FilePlan {
     created_dirs: Vec<String>,
     temps: Vec<String>,
     status: FileStatus,
+    /// The file as the check found it.
+    now: FileState,
 }
 
 impl FilePlan {
     fn file(&self) -> PathBuf {
         self.root.path.join(&self.rel)
+    }
+
+    fn touches(&self) -> bool {
+        self.status != FileStatus::AlreadyReverted
     }
 }
 
@@ -216,7 +234,9 @@ impl Session {
 
     /// Puts back what the newest undo, revert or rewind took away (files and
     /// entries, and the turns of a rewind to a turn), with the same safety check:
-    /// a file changed since that revert refuses the redo unless forced.
+    /// a file changed since that revert refuses the redo unless forced. What a
+    /// forced redo overwrites is backed up and recorded as a change of its own
+    /// (message [`REDO_OVERWRITE_MESSAGE`]), so that an undo brings it back.
     pub fn redo(&self, opts: RevertOptions) -> Result<RevertReport> {
         for _ in 0..8 {
             let record = self.view(|s| s.history.last().cloned())?;
@@ -235,42 +255,44 @@ impl Session {
                 .collect();
             let _guards = lock_files(self, &files)?;
             let id = record.id;
-            let outcome = self.mutate_holding(Durability::Full, Some(&files), |idx| {
-                let Some(record) = idx.history.last().filter(|r| r.id == id).cloned() else {
-                    return Ok(Attempt::Retry);
-                };
-                let mut plans = redo_plans(&record);
-                classify(self, &mut plans)?;
-                if let Err(e) = refuse_conflicts(self, &plans, opts) {
-                    return Ok(Attempt::Done(Err(e)));
-                }
-                if let Err(e) = check_backups(self, &plans) {
-                    return Ok(Attempt::Done(Err(e)));
-                }
-                if let Err(e) = make_dirs(&record.removed_dirs) {
-                    return Ok(Attempt::Done(Err(e)));
-                }
-                let temps = match mark_temps(self, &plans) {
-                    Ok(t) => t,
-                    Err(e) => return Ok(Attempt::Done(Err(e))),
-                };
-                for (p, temp) in plans.iter().zip(temps) {
-                    if let Err(e) = restore(self, p, false, temp) {
-                        // Nothing of the record is put back: the files restored so
-                        // far are at their redone state, which a second redo finds
-                        // "already" done.
-                        unmark_temps(self);
+            let outcome = self.mutate_holding_then(
+                Durability::Full,
+                Some(&files),
+                |idx| {
+                    let Some(record) = idx.history.last().filter(|r| r.id == id).cloned() else {
+                        return Ok(Attempt::Retry);
+                    };
+                    let mut plans = redo_plans(&record);
+                    classify(self, &mut plans)?;
+                    if let Err(e) = refuse_conflicts(self, &plans, opts) {
                         return Ok(Attempt::Done(Err(e)));
                     }
-                }
-                unmark_temps(self);
-                idx.pop_record();
-                for e in record.entries {
-                    idx.insert_entry(e);
-                }
-                idx.insert_turns(record.turns);
-                Ok(Attempt::Done(Ok(report(self, &plans, true))))
-            })?;
+                    if let Err(e) = check_backups(self, &plans) {
+                        return Ok(Attempt::Done(Err(e)));
+                    }
+                    if let Err(e) = make_dirs(&record.removed_dirs) {
+                        return Ok(Attempt::Done(Err(e)));
+                    }
+                    let applied = match apply(self, &plans, true, |_| DoneWhen::RecordGone(id)) {
+                        Ok(a) => a,
+                        Err(e) => return Ok(Attempt::Done(Err(e))),
+                    };
+                    if let Err(e) = applied.outcome {
+                        // Nothing of the record is put back: the files redone so
+                        // far go back to what the redo found, as after a crash.
+                        marker::settle(self, idx, Some(&files));
+                        return Ok(Attempt::Done(Err(e)));
+                    }
+                    idx.pop_record();
+                    for e in record.entries {
+                        idx.insert_entry(e);
+                    }
+                    idx.insert_turns(record.turns);
+                    record_overwrites(idx, &applied.restored);
+                    Ok(Attempt::Done(Ok(report(self, &plans, true))))
+                },
+                || marker::remove(self.dir()),
+            )?;
             if let Attempt::Done(r) = outcome {
                 return r;
             }
@@ -284,6 +306,45 @@ impl Session {
     /// The undos, reverts and rewinds that `redo` can still put back, oldest first.
     pub fn history(&self) -> Result<Vec<RevertRecord>> {
         self.view(|s| s.history.clone())
+    }
+}
+
+/// A forced redo over files changed since records, for each such file, a change
+/// of its own from what it found to what it wrote (one step for all of them),
+/// so that undo can take the overwrite back.
+fn record_overwrites(idx: &mut Tracked, restored: &[(&FilePlan, Option<FileState>)]) {
+    let forced: Vec<(&FilePlan, &FileState)> = restored
+        .iter()
+        .filter(|(p, _)| matches!(p.status, FileStatus::ChangedSince { .. }))
+        .filter_map(|(p, found)| found.as_ref().map(|f| (*p, f)))
+        .collect();
+    let group = (forced.len() > 1).then_some(idx.next_seq);
+    let turn = idx.current_turn();
+    for (p, found) in forced {
+        let file = p.file();
+        // Counted here: the index's lookups catch up with the entries this
+        // redo put back only when its change is recorded.
+        let version = 1 + idx
+            .entries
+            .iter()
+            .filter(|e| e.absolute_path() == file)
+            .count() as u32;
+        let entry = Entry {
+            seq: idx.take_seq(),
+            message_id: REDO_OVERWRITE_MESSAGE.to_owned(),
+            workspace: p.root.clone(),
+            path: p.rel.clone(),
+            version,
+            time: OffsetDateTime::now_utc(),
+            before: found.clone(),
+            after: Some(p.target.clone()),
+            created_dirs: Vec::new(),
+            in_flight: None,
+            turn,
+            group,
+        };
+        idx.mark_read(file, p.target.clone());
+        idx.insert_entry(entry);
     }
 }
 
@@ -374,7 +435,7 @@ pub(crate) fn revert_entries(
     for _ in 0..8 {
         let files = session.view(|idx| select(idx).map(|seqs| files_of(idx, &seqs)))??;
         let _guards = lock_files(session, &files)?;
-        match attempt(session, opts, kind, select, Some(&files))? {
+        match attempt(session, opts, kind, select, &files)? {
             Attempt::Done(r) => return r,
             Attempt::Retry => continue,
         }
@@ -397,23 +458,6 @@ pub(crate) fn lock_files(session: &Session, files: &BTreeSet<PathBuf>) -> Result
         .iter()
         .map(|(_, file)| session.lock_file_at(file))
         .collect()
-}
-
-/// A revert by a caller that already holds the locks of the files concerned
-/// (a checkpoint rolling back its own change).
-pub(crate) fn revert_locked(
-    session: &Session,
-    opts: RevertOptions,
-    select: Select,
-) -> Result<RevertReport> {
-    let rollback = Kind {
-        name: None,
-        turns_from: None,
-    };
-    match attempt(session, opts, rollback, select, None)? {
-        Attempt::Done(r) => r,
-        Attempt::Retry => unreachable!("without a lock set there is nothing to retry"),
-    }
 }
 
 /// The absolute paths of the files the entries `seqs` change.
@@ -453,88 +497,337 @@ fn attempt(
     opts: RevertOptions,
     kind: Kind,
     select: Select,
-    locked: Option<&BTreeSet<PathBuf>>,
+    locked: &BTreeSet<PathBuf>,
 ) -> Result<Attempt> {
-    session.mutate_holding(Durability::Full, locked, |idx| {
-        let seqs = select(idx)?;
-        if let Some(locked) = locked
-            && !files_of(idx, &seqs).is_subset(locked)
-        {
-            return Ok(Attempt::Retry);
-        }
-        let mut plans = plan(idx, &seqs);
-        classify(session, &mut plans)?;
-        if let Err(e) = refuse_conflicts(session, &plans, opts) {
-            return Ok(Attempt::Done(Err(e)));
-        }
-        if let Err(e) = check_backups(session, &plans) {
-            return Ok(Attempt::Done(Err(e)));
-        }
-        let temps = match mark_temps(session, &plans) {
-            Ok(t) => t,
-            Err(e) => return Ok(Attempt::Done(Err(e))),
-        };
-        // Restore newest first; drop the entries of each file as it is done, so
-        // that a failure part way leaves an index that matches the files.
-        let recorded = kind.name.is_some();
-        let mut outcome = Ok(());
-        let mut restored: Vec<(&FilePlan, Option<FileState>)> = Vec::new();
-        for (p, temp) in plans.iter().zip(temps) {
-            match restore(session, p, recorded, temp) {
-                Ok(overwritten) => restored.push((p, overwritten)),
-                Err(e) => {
-                    outcome = Err(e);
-                    break;
-                }
+    session.mutate_holding_then(
+        Durability::Full,
+        Some(locked),
+        |idx| {
+            let seqs = select(idx)?;
+            if !files_of(idx, &seqs).is_subset(locked) {
+                return Ok(Attempt::Retry);
             }
-        }
-        // Every temporary is renamed over its file or deleted by now.
-        unmark_temps(session);
-        let taken: Vec<u64> = restored.iter().flat_map(|(p, _)| p.seqs.clone()).collect();
-        let entries: Vec<Entry> = idx
-            .entries
-            .iter()
-            .filter(|e| taken.contains(&e.seq))
-            .cloned()
-            .collect();
-        idx.remove_entries(&taken);
-        let mut turns = Vec::new();
-        if let (Some(n), true) = (kind.turns_from, outcome.is_ok()) {
-            turns = idx.split_turns(n);
-        }
-        let removed_dirs =
-            remove_created_dirs(&restored.iter().map(|(p, _)| *p).collect::<Vec<_>>());
-        if let Some(name) = kind.name
-            && (!entries.is_empty() || !turns.is_empty())
-        {
-            // A file found already restored was overwritten with nothing: the
-            // revert found it at its target, and redo leaves it there.
-            let files = restored
-                .iter()
-                .map(|(p, overwritten)| RevertedFile {
-                    workspace: p.root.clone(),
-                    path: p.rel.clone(),
-                    overwritten: match p.status {
-                        FileStatus::AlreadyReverted => Some(p.target.clone()),
-                        _ => overwritten.clone(),
-                    },
-                    restored: p.target.clone(),
-                })
-                .collect();
-            idx.push_record(RevertRecord {
-                id: 0, // numbered by the index
-                kind: name.to_owned(),
-                time: time::OffsetDateTime::now_utc(),
-                entries,
-                turns,
-                files,
-                removed_dirs,
+            let mut plans = plan(idx, &seqs);
+            classify(session, &mut plans)?;
+            if let Err(e) = refuse_conflicts(session, &plans, opts) {
+                return Ok(Attempt::Done(Err(e)));
+            }
+            if let Err(e) = check_backups(session, &plans) {
+                return Ok(Attempt::Done(Err(e)));
+            }
+            let applied = match apply(session, &plans, true, |p| {
+                DoneWhen::EntriesGone(p.seqs.clone())
+            }) {
+                Ok(a) => a,
+                Err(e) => return Ok(Attempt::Done(Err(e))),
+            };
+            // A failure part way leaves the files restored so far recorded as
+            // reverted, and the rest as they were: the index matches the files.
+            let turns = match (kind.turns_from, applied.outcome.is_ok()) {
+                (Some(n), true) => idx.split_turns(n),
+                _ => Vec::new(),
+            };
+            record_revert(idx, kind.name, &applied.restored, turns);
+            Ok(Attempt::Done(
+                applied.outcome.map(|()| report(session, &plans, true)),
+            ))
+        },
+        || marker::remove(session.dir()),
+    )
+}
+
+/// Takes the entries of the restored files out of the index and records what
+/// was done for redo (a revert record of kind `name`), with the directories
+/// the reverted changes made, now removed when empty.
+fn record_revert(
+    idx: &mut Tracked,
+    name: &'static str,
+    restored: &[(&FilePlan, Option<FileState>)],
+    turns: Vec<crate::index::Turn>,
+) {
+    let taken: Vec<u64> = restored.iter().flat_map(|(p, _)| p.seqs.clone()).collect();
+    let entries: Vec<Entry> = idx
+        .entries
+        .iter()
+        .filter(|e| taken.contains(&e.seq))
+        .cloned()
+        .collect();
+    idx.remove_entries(&taken);
+    let removed_dirs = remove_created_dirs(&restored.iter().map(|(p, _)| *p).collect::<Vec<_>>());
+    if entries.is_empty() && turns.is_empty() {
+        return;
+    }
+    // A file found already restored was overwritten with nothing: the revert
+    // found it at its target, and redo leaves it there.
+    let files = restored
+        .iter()
+        .map(|(p, found)| RevertedFile {
+            workspace: p.root.clone(),
+            path: p.rel.clone(),
+            overwritten: match p.status {
+                FileStatus::AlreadyReverted => Some(p.target.clone()),
+                _ => found.clone(),
+            },
+            restored: p.target.clone(),
+        })
+        .collect();
+    idx.push_record(RevertRecord {
+        id: 0, // numbered by the index
+        kind: name.to_owned(),
+        time: OffsetDateTime::now_utc(),
+        entries,
+        turns,
+        files,
+        removed_dirs,
+    });
+}
+
+/// What [`apply`] did: each file restored, with what it held before (backed
+/// up; `None` when not kept or not touched), in order, and how it ended.
+struct Applied<'p> {
+    restored: Vec<(&'p FilePlan, Option<FileState>)>,
+    outcome: Result<()>,
+}
+
+/// How many files [`apply`] prepares at once: each holds two descriptors
+/// (its directory and its new contents) until it is renamed into place.
+const CHUNK: usize = 64;
+
+/// Restores the files of `plans` in order, writing the revert down
+/// ([`marker`]) before any temporary is made. Chunk by chunk, every file's
+/// new contents are made and verified first; then (with `keep`) what each
+/// file holds is backed up and the marker rewritten with it, so that a
+/// replacement is backed up only once it is known good and recovery can put
+/// back every file touched; then the files are replaced. Stops at the first
+/// file that fails; the caller records what was restored (the index then
+/// matches the files) and removes the marker.
+fn apply<'p>(
+    session: &Session,
+    plans: &'p [FilePlan],
+    keep: bool,
+    done_when: impl Fn(&FilePlan) -> DoneWhen,
+) -> Result<Applied<'p>> {
+    if marker::exists(session.dir()) {
+        // A dead revert's marker that could not be settled yet (one of its
+        // files was busy): writing ours would lose what it knows.
+        return Err(Error::SessionBusy {
+            session: session.id().to_owned(),
+            waited: std::time::Duration::ZERO,
+        });
+    }
+    let temps: Vec<String> = plans
+        .iter()
+        .map(|_| crate::workspace::new_temp_name())
+        .collect();
+    // Each touched plan's place in the marker.
+    let mut slot = Vec::with_capacity(plans.len());
+    let mut marked: Vec<MarkedFile> = Vec::new();
+    for (p, temp) in plans.iter().zip(&temps) {
+        slot.push(p.touches().then_some(marked.len()));
+        if p.touches() {
+            marked.push(MarkedFile {
+                workspace: p.root.clone(),
+                path: p.rel.clone(),
+                temp: temp.clone(),
+                target: p.target.clone(),
+                overwritten: None,
+                done_when: done_when(p),
             });
         }
-        Ok(Attempt::Done(
-            outcome.map(|()| report(session, &plans, true)),
-        ))
-    })
+    }
+    let mut applied = Applied {
+        restored: Vec::new(),
+        outcome: Ok(()),
+    };
+    // The marker is written before the first named temporary (only where the
+    // filesystem cannot make unnamed ones) and, with `keep`, before each
+    // chunk's files are replaced; an unnamed temporary vanishes with a crash.
+    let mut marker = Marking {
+        files: marked,
+        written: false,
+    };
+    let all: Vec<usize> = (0..plans.len()).collect();
+    for chunk in all.chunks(CHUNK) {
+        let (restored, outcome) =
+            apply_chunk(session, plans, chunk, &temps, &slot, keep, &mut marker);
+        applied.restored.extend(restored);
+        if outcome.is_err() {
+            applied.outcome = outcome;
+            break;
+        }
+    }
+    Ok(applied)
+}
+
+/// The marker of a revert being applied, and whether it is on disk yet.
+struct Marking {
+    files: Vec<MarkedFile>,
+    written: bool,
+}
+
+impl Marking {
+    fn write(&mut self, session: &Session) -> Result<()> {
+        if !self.files.is_empty() {
+            marker::write(session.dir(), self.files.clone())?;
+            self.written = true;
+        }
+        Ok(())
+    }
+}
+
+/// What [`apply_chunk`] restored, and how it ended.
+type ChunkOutcome<'p> = (Vec<(&'p FilePlan, Option<FileState>)>, Result<()>);
+
+/// One chunk of [`apply`]: prepare, back up and mark, replace.
+fn apply_chunk<'p>(
+    session: &Session,
+    plans: &'p [FilePlan],
+    chunk: &[usize],
+    temps: &[String],
+    slot: &[Option<usize>],
+    keep: bool,
+    marker: &mut Marking,
+) -> ChunkOutcome<'p> {
+    let fail = |e| (Vec::new(), Err(e));
+    // The directories of the files to write, made where missing.
+    let mut parents: Vec<Option<Parent>> = Vec::with_capacity(chunk.len());
+    for &i in chunk {
+        let p = &plans[i];
+        let parent = match (p.touches(), p.target.sha256.is_some()) {
+            (true, true) => match Workspace::reopen(&p.root).and_then(|ws| {
+                let parent = ws
+                    .parent_of(&p.rel, true)?
+                    .expect("parent_of creates what is missing");
+                parent.target_kind(ws.root())?;
+                Ok(parent)
+            }) {
+                Ok(parent) => Some(parent),
+                Err(e) => return fail(e),
+            },
+            _ => None,
+        };
+        parents.push(parent);
+    }
+    // Their new contents, verified, before anything is backed up or replaced.
+    let mut news: Vec<Option<NewContents<'_>>> = Vec::with_capacity(chunk.len());
+    for (&i, parent) in chunk.iter().zip(&parents) {
+        let new = match parent {
+            Some(parent) => {
+                let temp = temps[i].clone();
+                match prepare(session, parent, &plans[i], temp, &mut *marker) {
+                    Ok(new) => Some(new),
+                    Err(e) => return fail(e),
+                }
+            }
+            None => None,
+        };
+        news.push(new);
+    }
+    let mut found: Vec<Option<FileState>> = Vec::with_capacity(chunk.len());
+    for &i in chunk {
+        let p = &plans[i];
+        found.push(match (keep, p.touches()) {
+            (true, true) => match keep_current(session, p) {
+                Ok(f) => Some(f),
+                Err(e) => return fail(e),
+            },
+            _ => None,
+        });
+    }
+    if keep {
+        for (&i, f) in chunk.iter().zip(&found) {
+            if let Some(at) = slot[i] {
+                marker.files[at].overwritten = f.clone();
+            }
+        }
+        if let Err(e) = marker.write(session) {
+            return fail(e);
+        }
+    }
+    let mut restored = Vec::with_capacity(chunk.len());
+    for ((&i, new), found) in chunk.iter().zip(news).zip(found) {
+        let p = &plans[i];
+        if let Err(e) = replace(p, new).and_then(|()| remove_temps(p)) {
+            return (restored, Err(e));
+        }
+        restored.push((p, found));
+    }
+    (restored, Ok(()))
+}
+
+/// The new contents of a file to write back: its backup, copied beside it
+/// through the temporary `temp` and verified against its hash, with its mode.
+fn prepare<'a>(
+    session: &Session,
+    parent: &'a Parent,
+    p: &FilePlan,
+    temp: String,
+    marker: &mut Marking,
+) -> Result<NewContents<'a>> {
+    let hash = p.target.sha256.as_deref().expect("a file to write back");
+    let blob_path = session.blobs().path(hash);
+    let mut blob = session
+        .blobs()
+        .open(hash)
+        .map_err(|_| missing_backup(session, &p.rel, hash))?;
+    let mut new = NewContents::create_named_then(parent, 0o600, temp, || match marker.written {
+        true => Ok(()),
+        false => marker.write(session),
+    })?;
+    let (actual, _) = new.fill(&mut blob, &blob_path)?;
+    if actual != hash {
+        return Err(corrupt_backup(session, &p.rel, hash, actual));
+    }
+    new.seal(p.target.mode)?;
+    Ok(new)
+}
+
+/// Puts the prepared contents in place, or deletes a file whose target is
+/// absence; a file already at its target is left alone.
+fn replace(p: &FilePlan, new: Option<NewContents>) -> Result<()> {
+    if !p.touches() {
+        return Ok(());
+    }
+    match new {
+        Some(new) => new.replace_target(),
+        None => {
+            let ws = Workspace::reopen(&p.root)?;
+            if let Some(parent) = ws.parent_of(&p.rel, false)?
+                && parent.target_kind(ws.root())?.exists()
+            {
+                parent.remove_target()?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Deletes the temporaries that dead writers of the plan's entries left.
+fn remove_temps(p: &FilePlan) -> Result<()> {
+    if p.temps.is_empty() {
+        return Ok(());
+    }
+    let ws = Workspace::reopen(&p.root)?;
+    if let Some(parent) = ws.parent_of(&p.rel, false)? {
+        for t in &p.temps {
+            parent.remove_temp(t);
+        }
+    }
+    Ok(())
+}
+
+/// Makes sure what the file holds now (as the check found it) is a backup of
+/// the session, and returns its state. A file whose contents are a backup
+/// already (the usual case for a redo) is not copied again.
+fn keep_current(session: &Session, p: &FilePlan) -> Result<FileState> {
+    match p.now.sha256.as_deref() {
+        None => Ok(FileState::absent()),
+        Some(hash) if session.blobs().exists(hash) => Ok(p.now.clone()),
+        Some(_) => {
+            let ws = Workspace::reopen(&p.root)?;
+            session.back_up(&ws, &p.rel)
+        }
+    }
 }
 
 /// Groups the selected entries by file, newest first; each file goes back to
@@ -565,6 +858,7 @@ fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
                 created_dirs: e.created_dirs.clone(),
                 temps: temp.into_iter().collect(),
                 status: FileStatus::Safe,
+                now: FileState::absent(),
             }),
         }
     }
@@ -595,28 +889,30 @@ fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
                 created_dirs: Vec::new(),
                 temps: Vec::new(),
                 status: FileStatus::Safe,
+                now: FileState::absent(),
             })
         })
         .collect()
 }
 
-/// Compares each file as it is now with its target and with what the session
-/// left: every file is checked before any is touched.
+/// Compares each file as it is now (contents and mode) with its target and
+/// with what the session left: every file is checked before any is touched.
 fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
     for p in plans.iter_mut() {
         let ws = Workspace::reopen(&p.root)?;
         let now = ws.current_state(&p.rel)?;
-        p.status = if now.same_contents(&p.target) {
+        p.status = if now.same_state(&p.target) {
             FileStatus::AlreadyReverted
         } else {
             match &p.expected {
                 None => FileStatus::NeverCommitted,
-                Some(a) if now.same_contents(a) => FileStatus::Safe,
+                Some(a) if now.same_state(a) => FileStatus::Safe,
                 Some(_) => FileStatus::ChangedSince {
                     by: find_changer(session, &p.file(), &now),
                 },
             }
         };
+        p.now = now;
     }
     Ok(())
 }
@@ -625,11 +921,17 @@ fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
 /// is now: the change that made it so. The caller may hold `session`'s lock.
 fn find_changer(session: &Session, file: &Path, now: &FileState) -> Option<ChangedBy> {
     let made_it_so = |e: &Entry| {
-        e.absolute_path() == file && e.after.as_ref().is_some_and(|a| a.same_contents(now))
+        e.absolute_path() == file && e.after.as_ref().is_some_and(|a| a.same_state(now))
     };
-    let store = session.store();
-    let (session, e) = store
-        .newest_entry_where(Some(session.id()), made_it_so)
+    newest_change(session, made_it_so)
+}
+
+/// The newest entry in effect, in any session, that `wanted` accepts, as who
+/// made it. The caller may hold `session`'s lock.
+fn newest_change(session: &Session, wanted: impl Fn(&Entry) -> bool) -> Option<ChangedBy> {
+    let (session, e) = session
+        .store()
+        .newest_entry_where(Some(session.id()), wanted)
         .ok()??;
     Some(ChangedBy {
         session,
@@ -638,144 +940,82 @@ fn find_changer(session: &Session, file: &Path, now: &FileState) -> Option<Chang
     })
 }
 
-/// Where a revert writes down the temporaries it will name in the workspace,
-/// before it names any. A revert runs under the session's lock, so a marker that
-/// the next holder of the lock finds belongs to a process that died part way:
-/// [`sweep_temps`] deletes exactly the names it lists.
-const MARKER: &str = "reverting.json";
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct MarkedTemp {
-    workspace: WorkspaceRoot,
-    /// The file (relative to the root) the temporary was to replace.
-    path: String,
-    /// The temporary's name in that file's directory.
-    temp: String,
-}
-
-/// Chooses a temporary name for each file the revert will write and writes
-/// them down durably; `None` for files it deletes or leaves.
-fn mark_temps(session: &Session, plans: &[FilePlan]) -> Result<Vec<Option<String>>> {
-    let names: Vec<Option<String>> = plans
-        .iter()
-        .map(|p| {
-            (p.status != FileStatus::AlreadyReverted && p.target.exists)
-                .then(crate::workspace::new_temp_name)
-        })
-        .collect();
-    let marked: Vec<MarkedTemp> = plans
-        .iter()
-        .zip(&names)
-        .filter_map(|(p, n)| {
-            n.as_ref().map(|temp| MarkedTemp {
-                workspace: p.root.clone(),
-                path: p.rel.clone(),
-                temp: temp.clone(),
-            })
-        })
-        .collect();
-    if !marked.is_empty() {
-        let bytes = serde_json::to_vec(&marked).expect("a marker always serializes");
-        crate::durable::replace(session.dir(), MARKER, &bytes, Durability::Full)?;
-    }
-    Ok(names)
-}
-
-fn unmark_temps(session: &Session) {
-    let _ = std::fs::remove_file(session.dir().join(MARKER));
-}
-
-/// True when a revert's list of temporaries is there (its process died).
-pub(crate) fn has_marker(session_dir: &Path) -> bool {
-    session_dir.join(MARKER).exists()
-}
-
-/// Deletes the temporaries a dead revert listed, then its list. Call under the
-/// session's exclusive lock.
-pub(crate) fn sweep_temps(session_dir: &Path) {
-    let path = session_dir.join(MARKER);
-    let Ok(bytes) = std::fs::read(&path) else {
-        return;
-    };
-    let marked: Vec<MarkedTemp> = serde_json::from_slice(&bytes).unwrap_or_default();
-    for m in marked {
-        if !is_relative_path(&m.path) || !crate::index::is_temp_name(&m.temp) {
-            continue;
-        }
-        if let Ok(ws) = Workspace::reopen(&m.workspace)
-            && let Ok(Some(parent)) = ws.parent_of(&m.path, false)
-        {
-            parent.remove_temp(&m.temp);
-        }
-    }
-    let _ = std::fs::remove_file(&path);
-}
-
-/// Restores one file; with `keep_overwritten`, first backs up what it replaces
-/// (for redo) and returns its state. `temp` is the name written down for it.
-fn restore(
+/// Makes `rel` in `ws` hold `state`: its contents from the session's backup,
+/// verified against their hash before they replace anything (through the
+/// temporary `temp`), with its mode; or no file at all.
+pub(crate) fn write_state(
     session: &Session,
-    p: &FilePlan,
-    keep_overwritten: bool,
-    temp: Option<String>,
-) -> Result<Option<FileState>> {
-    let ws = Workspace::reopen(&p.root)?;
-    let mut overwritten = None;
-    if p.status != FileStatus::AlreadyReverted {
-        // What is replaced is backed up only once the replacement is known good.
-        let mut keep = |ws: &Workspace| -> Result<()> {
-            if keep_overwritten {
-                overwritten = Some(session.back_up(ws, &p.rel)?);
-            }
-            Ok(())
-        };
-        match p.target.sha256.as_deref() {
-            Some(hash) => {
-                let parent = ws
-                    .parent_of(&p.rel, true)?
-                    .expect("parent_of creates what is missing");
-                parent.target_kind(ws.root())?;
-                let blob_path = session.blobs().path(hash);
-                let mut blob = session.blobs().open(hash).map_err(|_| Error::BlobMissing {
-                    session: session.id().to_owned(),
-                    path: p.rel.clone(),
-                    hash: hash.to_owned(),
-                })?;
-                let mut new = match temp {
-                    Some(name) => NewContents::create_named(&parent, 0o600, name)?,
-                    None => NewContents::create(&parent, 0o600)?,
-                };
-                let (actual, _) = new.fill(&mut blob, &blob_path)?;
-                if actual != hash {
-                    return Err(Error::BlobCorrupt {
-                        session: session.id().to_owned(),
-                        path: p.rel.clone(),
-                        hash: hash.to_owned(),
-                        actual,
-                    });
-                }
-                new.seal(p.target.mode)?;
-                keep(&ws)?;
-                new.replace_target()?;
-            }
-            None => {
-                keep(&ws)?;
-                if let Some(parent) = ws.parent_of(&p.rel, false)?
-                    && parent.target_kind(ws.root())?.exists()
-                {
-                    parent.remove_target()?;
-                }
-            }
+    ws: &Workspace,
+    rel: &str,
+    state: &FileState,
+    temp: String,
+) -> Result<()> {
+    let Some(hash) = state.sha256.as_deref() else {
+        if let Some(parent) = ws.parent_of(rel, false)?
+            && parent.target_kind(ws.root())?.exists()
+        {
+            parent.remove_target()?;
         }
+        return Ok(());
+    };
+    let parent = ws
+        .parent_of(rel, true)?
+        .expect("parent_of creates what is missing");
+    parent.target_kind(ws.root())?;
+    let blob_path = session.blobs().path(hash);
+    let mut blob = session
+        .blobs()
+        .open(hash)
+        .map_err(|_| missing_backup(session, rel, hash))?;
+    let mut new = NewContents::create_named(&parent, 0o600, temp)?;
+    let (actual, _) = new.fill(&mut blob, &blob_path)?;
+    if actual != hash {
+        return Err(corrupt_backup(session, rel, hash, actual));
     }
-    if !p.temps.is_empty()
-        && let Some(parent) = ws.parent_of(&p.rel, false)?
-    {
-        for t in &p.temps {
-            parent.remove_temp(t);
-        }
+    new.seal(state.mode)?;
+    new.replace_target()
+}
+
+/// The error for a backup that is not there under its name: corrupt, if it
+/// was found corrupt and moved aside before, else missing.
+fn missing_backup(session: &Session, rel: &str, hash: &str) -> Error {
+    let aside = session.blobs().quarantined(hash);
+    let actual = aside.as_ref().and_then(|p| {
+        let mut f = std::fs::File::open(p).ok()?;
+        hash::hash_reader(&mut f).ok().map(|(h, _)| h)
+    });
+    match (aside, actual) {
+        (Some(aside), Some(actual)) => Error::BlobCorrupt {
+            session: session.id().to_owned(),
+            path: rel.to_owned(),
+            hash: hash.to_owned(),
+            actual,
+            moved_to: Some(aside.into_boxed_path()),
+        },
+        _ => Error::BlobMissing {
+            session: session.id().to_owned(),
+            path: rel.to_owned(),
+            hash: hash.to_owned(),
+        },
     }
-    Ok(overwritten)
+}
+
+/// The error for a backup whose contents do not match its name. The blob is
+/// moved aside first (kept, never deleted), so that the next backup of the
+/// same bytes writes it whole again instead of trusting the damaged copy.
+fn corrupt_backup(session: &Session, rel: &str, hash: &str, actual: String) -> Error {
+    let moved_to = session
+        .blobs()
+        .quarantine(hash)
+        .ok()
+        .map(PathBuf::into_boxed_path);
+    Error::BlobCorrupt {
+        session: session.id().to_owned(),
+        path: rel.to_owned(),
+        hash: hash.to_owned(),
+        actual,
+        moved_to,
+    }
 }
 
 /// Every backup a revert will write must be there, and when the revert restores
@@ -785,38 +1025,132 @@ fn restore(
 fn check_backups(session: &Session, plans: &[FilePlan]) -> Result<()> {
     let writes: Vec<(&FilePlan, &str)> = plans
         .iter()
-        .filter(|p| p.status != FileStatus::AlreadyReverted)
+        .filter(|p| p.touches())
         .filter_map(|p| p.target.sha256.as_deref().map(|h| (p, h)))
         .collect();
-    let to_touch = plans
-        .iter()
-        .filter(|p| p.status != FileStatus::AlreadyReverted)
-        .count();
+    let to_touch = plans.iter().filter(|p| p.touches()).count();
     for (p, hash) in &writes {
-        let missing = || Error::BlobMissing {
-            session: session.id().to_owned(),
-            path: p.rel.clone(),
-            hash: hash.to_string(),
-        };
         if to_touch <= 1 {
             if !session.blobs().exists(hash) {
-                return Err(missing());
+                return Err(missing_backup(session, &p.rel, hash));
             }
             continue;
         }
-        let mut blob = session.blobs().open(hash).map_err(|_| missing())?;
+        let mut blob = session
+            .blobs()
+            .open(hash)
+            .map_err(|_| missing_backup(session, &p.rel, hash))?;
         let blob_path = session.blobs().path(hash);
         let (actual, _) = hash::hash_reader(&mut blob).map_err(Error::io("read", &blob_path))?;
         if actual != *hash {
-            return Err(Error::BlobCorrupt {
-                session: session.id().to_owned(),
-                path: p.rel.clone(),
-                hash: hash.to_string(),
-                actual,
-            });
+            return Err(corrupt_backup(session, &p.rel, hash, actual));
         }
     }
     Ok(())
+}
+
+/// Rolls back entry `seq`, a checkpoint never committed: its file returns to
+/// "before" and the entry goes. The caller holds the file's lock (`held`).
+///
+/// A rollback is a revert: when a change to the file was recorded after the
+/// checkpoint (by this session or any other), it refuses, naming who made
+/// it, unless forced; forced, it also takes this session's later changes to
+/// the file, backs up what it overwrites and is recorded, so that redo puts
+/// it all back. Without a later change, what it overwrites is the caller's own
+/// half-made write, which is neither kept nor recorded.
+pub(crate) fn rollback(
+    session: &Session,
+    seq: u64,
+    opts: RevertOptions,
+    held: &BTreeSet<PathBuf>,
+) -> Result<RevertReport> {
+    let id = session.id().to_owned();
+    let choose = |idx: &Index| -> Result<(Vec<u64>, Option<Conflict>)> {
+        let e = match idx.entry(seq) {
+            None => {
+                return Err(Error::NoSuchEntry {
+                    session: id.clone(),
+                    seq,
+                });
+            }
+            Some(e) if e.is_committed() => {
+                return Err(Error::AlreadyCommitted {
+                    session: id.clone(),
+                    seq,
+                });
+            }
+            Some(e) => e,
+        };
+        let file = e.absolute_path();
+        let later: Vec<&Entry> = idx
+            .entries
+            .iter()
+            .filter(|x| x.seq > seq && x.absolute_path() == file)
+            .collect();
+        let by = match later.last() {
+            Some(newest) => Some(ChangedBy {
+                session: id.clone(),
+                message_id: newest.message_id.clone(),
+                seq: newest.seq,
+            }),
+            None => newest_change(session, |x| x.absolute_path() == file && x.time > e.time),
+        };
+        let conflict = by.map(|by| Conflict {
+            workspace: e.workspace.path.clone(),
+            path: e.path.clone(),
+            seq,
+            reason: ConflictReason::ChangedSince { by: Some(by) },
+        });
+        let mut seqs = vec![seq];
+        seqs.extend(later.iter().map(|x| x.seq));
+        Ok((seqs, conflict))
+    };
+    if opts.dry_run {
+        let mut plans = session.view(|idx| choose(idx).map(|(seqs, _)| plan(idx, &seqs)))??;
+        classify(session, &mut plans)?;
+        return Ok(report(session, &plans, false));
+    }
+    session.mutate_holding_then(
+        Durability::Full,
+        Some(held),
+        |idx| {
+            let (seqs, conflict) = choose(idx)?;
+            if let Some(c) = &conflict
+                && !opts.force
+            {
+                return Ok(Err(Error::Refused {
+                    session: id.clone(),
+                    conflicts: vec![c.clone()],
+                }));
+            }
+            let mut plans = plan(idx, &seqs);
+            classify(session, &mut plans)?;
+            if let Err(e) = check_backups(session, &plans) {
+                return Ok(Err(e));
+            }
+            let recorded = conflict.is_some();
+            let applied = match apply(session, &plans, recorded, |p| {
+                DoneWhen::EntriesGone(p.seqs.clone())
+            }) {
+                Ok(a) => a,
+                Err(e) => return Ok(Err(e)),
+            };
+            if recorded {
+                record_revert(idx, "rollback", &applied.restored, Vec::new());
+            } else {
+                let taken: Vec<u64> = applied
+                    .restored
+                    .iter()
+                    .flat_map(|(p, _)| p.seqs.clone())
+                    .collect();
+                idx.remove_entries(&taken);
+                let restored: Vec<&FilePlan> = applied.restored.iter().map(|(p, _)| *p).collect();
+                remove_created_dirs(&restored);
+            }
+            Ok(applied.outcome.map(|()| report(session, &plans, true)))
+        },
+        || marker::remove(session.dir()),
+    )?
 }
 
 /// Removes the directories that the reverted changes created, once every file

@@ -85,7 +85,7 @@ impl Session {
         };
         // Settle what a dead writer or revert left half done, so that a session
         // that opens leaves no stray temporary in a workspace.
-        if crate::revert::has_marker(&session.dir) || session.view(|s| !s.in_flight().is_empty())? {
+        if crate::marker::exists(&session.dir) || session.view(|s| !s.in_flight().is_empty())? {
             session.mutate(Durability::Full, |_| Ok(()))?;
         }
         Ok(session)
@@ -656,17 +656,33 @@ impl Session {
         held: Option<&BTreeSet<PathBuf>>,
         f: impl FnOnce(&mut Tracked) -> Result<T>,
     ) -> Result<T> {
+        self.mutate_holding_then(durability, held, f, || {})
+    }
+
+    /// [`Session::mutate_holding`], running `then` still under the session's
+    /// lock once `f`'s change is recorded (a revert removes its marker there:
+    /// after the index says what the files hold, before anyone else looks).
+    pub(crate) fn mutate_holding_then<T>(
+        &self,
+        durability: Durability,
+        held: Option<&BTreeSet<PathBuf>>,
+        f: impl FnOnce(&mut Tracked) -> Result<T>,
+        then: impl FnOnce(),
+    ) -> Result<T> {
         self.ensure_dir()?;
         let _g = self.lock_session(Mode::Exclusive)?;
-        crate::revert::sweep_temps(&self.dir);
         let mut cache = self.cache();
         // Settling is its own change, durable on its own: what it found is true
-        // of the files whatever `f` then does.
+        // of the files whatever `f` then does. A dead revert is settled first:
+        // it held the locks of its files, so no in-flight write is among them.
         journal::change(&mut cache, &self.dir, &self.id, Durability::Full, |idx| {
+            crate::marker::settle(self, idx, held);
             self.settle_in_flight(idx, held);
             Ok(())
         })?;
-        journal::change_again(&mut cache, &self.dir, &self.id, durability, f)
+        let out = journal::change_again(&mut cache, &self.dir, &self.id, durability, f)?;
+        then();
+        Ok(out)
     }
 
     /// Recovery for write-through changes whose process died between recording

@@ -70,7 +70,7 @@ impl Session {
     pub fn rewind_to_turn(&self, n: u32, opts: RevertOptions) -> Result<RevertReport> {
         let id = self.id().to_owned();
         let kind = Kind {
-            name: Some("rewind-turn"),
+            name: "rewind-turn",
             turns_from: Some(n),
         };
         revert::revert_entries(self, opts, kind, &move |idx| {

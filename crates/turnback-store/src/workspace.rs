@@ -519,6 +519,19 @@ impl<'p> NewContents<'p> {
     /// As [`NewContents::create`], with the temporary name chosen (and
     /// recorded) by the caller.
     pub(crate) fn create_named(parent: &'p Parent, mode: u32, temp: String) -> Result<Self> {
+        Self::create_named_then(parent, mode, temp, || Ok(()))
+    }
+
+    /// As [`NewContents::create_named`], calling `before_naming` first where
+    /// the filesystem cannot make an unnamed temporary and the name is made at
+    /// once: a revert writes the name down there, so that a crash cannot leave
+    /// a temporary nobody knows of.
+    pub(crate) fn create_named_then(
+        parent: &'p Parent,
+        mode: u32,
+        temp: String,
+        before_naming: impl FnOnce() -> Result<()>,
+    ) -> Result<Self> {
         let err = Error::io("create a temporary beside", &parent.display);
         if let Some(file) = sys::open_tmpfile(&parent.dir, mode)
             .map_err(Error::io("create a temporary beside", &parent.display))?
@@ -531,6 +544,7 @@ impl<'p> NewContents<'p> {
                 replaced: false,
             });
         }
+        before_naming()?;
         let mut opts = OpenOptions::new();
         opts.read(true).write(true).create_new(true).mode(mode);
         let file = parent.dir.open_with(&temp, &opts).map_err(err)?.into_std();
