@@ -32,3 +32,5 @@ mod catalogue;
 mod model;
 // Symlink races and many processes at once.
 mod races;
+// What a write and a restore keep besides bytes (owner, links, holes), stdin, escaped names.
+mod fidelity;

@@ -18,6 +18,7 @@ use crate::cli::{Cli, Command};
 use crate::context::Context;
 use turnback::json;
 use turnback::output::Out;
+use turnback::text;
 
 /// Exit code of an error.
 pub(crate) const EXIT_ERROR: u8 = 1;
@@ -189,10 +190,13 @@ fn report(e: &CliError, json: bool) {
 }
 
 /// An error as a person reads it: one line, and a hint line where there is one.
+/// Control characters are escaped: a message names files and ids an agent
+/// chose, which must not forge lines or reach the terminal raw.
 pub(crate) fn error_text(e: &CliError) -> String {
+    let message = text::escape(&e.message);
     match &e.hint {
-        Some(hint) => format!("error: {}\nhint: {hint}\n", e.message),
-        None => format!("error: {}\n", e.message),
+        Some(hint) => format!("error: {message}\nhint: {}\n", text::escape(hint)),
+        None => format!("error: {message}\n"),
     }
 }
 
