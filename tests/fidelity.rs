@@ -107,3 +107,61 @@ fn control_characters_in_names_ids_and_prompts_are_escaped_in_text_but_not_in_js
     );
     assert_eq!(raw_control(&shown), None, "{shown:?}");
 }
+
+// ------------------------------------------------------------- sparse files
+
+/// Bytes the filesystem allocated to the file at `p`.
+fn allocated(p: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).unwrap().blocks() * 512
+}
+
+#[test]
+fn a_sparse_file_is_backed_up_and_restored_with_its_holes() {
+    use std::os::unix::fs::FileExt;
+    const SIZE: u64 = 32 << 20;
+    const FAR_BELOW: u64 = 1 << 20;
+    let (env, s, ws) = Env::with_session("agent");
+    let p = env.path("disk.img");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(SIZE).unwrap();
+    f.write_all_at(&[0xab; 4096], 0).unwrap();
+    f.write_all_at(&[0xcd; 4096], SIZE - 4096).unwrap();
+    drop(f);
+    if allocated(&p) >= FAR_BELOW {
+        eprintln!(
+            "skipped: this filesystem does not keep holes in {}",
+            p.display()
+        );
+        return;
+    }
+    let original = util::read(&p);
+
+    let e = s.write(&ws, "disk.img", &b"small now"[..], "m1").unwrap();
+    let blob = s
+        .dir()
+        .join("blobs")
+        .join(e.before.sha256.as_deref().unwrap());
+    assert!(util::read(&blob) == original, "the backup's bytes differ");
+    assert!(
+        allocated(&blob) < FAR_BELOW,
+        "the backup of a 32 MiB file with 8 KiB of data takes {} bytes",
+        allocated(&blob)
+    );
+    s.undo(util::plain()).unwrap();
+    assert!(util::read(&p) == original, "the restored bytes differ");
+    assert!(
+        allocated(&p) < FAR_BELOW,
+        "the restored file takes {} bytes",
+        allocated(&p)
+    );
+
+    // New contents that end in zeros: the trailing hole is kept, and the
+    // length is right.
+    let mut tail_zeros = vec![0u8; 8 << 20];
+    tail_zeros[..5].copy_from_slice(b"start");
+    s.write(&ws, "tail.img", &tail_zeros[..], "m2").unwrap();
+    let t = env.path("tail.img");
+    assert!(util::read(&t) == tail_zeros, "the written bytes differ");
+    assert!(allocated(&t) < FAR_BELOW, "{} bytes", allocated(&t));
+}

@@ -555,6 +555,10 @@ impl<'p> NewContents<'p> {
             CopyError::Read(e) => Error::io("read", source)(e),
             CopyError::Write(e) => Error::io("write a temporary beside", &self.parent.display)(e),
         })?;
+        // Zero blocks were skipped (holes kept): the length covers a last one.
+        writer
+            .finish()
+            .map_err(Error::io("write a temporary beside", &self.parent.display))?;
         crate::crash::point("ws-tmp-written");
         Ok(filled)
     }

@@ -34,34 +34,94 @@ pub(crate) fn fsync_dir_path(path: &std::path::Path) -> io::Result<()> {
     File::open(path)?.sync_all()
 }
 
-/// A writer into a file that asks the kernel to start writing back every
-/// [`EarlyWriteback::CHUNK`] bytes as soon as they are in, so that the fsync
-/// at the end finds most of a large file on its way to the disk already (the
-/// disk works while the copy and the hashing go on). Linux starts that
-/// writeback for `POSIX_FADV_DONTNEED` on dirty pages (and drops the pages
-/// once clean: a backup or a file just written is not read back soon).
+/// A writer into an empty file that keeps holes, and asks the kernel to start
+/// writing back every [`EarlyWriteback::CHUNK`] bytes as soon as they are in.
+///
+/// Holes: a block of [`EarlyWriteback::BLOCK`] bytes at an aligned offset that
+/// is all zeros is skipped (the file reads zeros there anyway) instead of
+/// written, so a sparse file is not backed up and restored dense; the check
+/// stops at the first non-zero byte, so ordinary data costs next to nothing.
+/// [`EarlyWriteback::finish`] sets the length, which keeps a trailing hole.
+///
+/// Writeback: so that the fsync at the end finds most of a large file on its
+/// way to the disk already (the disk works while the copy and the hashing go
+/// on). Linux starts that writeback for `POSIX_FADV_DONTNEED` on dirty pages
+/// (and drops the pages once clean: a backup or a file just written is not read
+/// back soon).
 pub(crate) struct EarlyWriteback<'a> {
     file: &'a mut File,
+    /// Bytes passed through, written or skipped: the offset of the next byte.
     written: u64,
+    /// The end of the last bytes really written.
+    end: u64,
     started: u64,
 }
 
 impl<'a> EarlyWriteback<'a> {
     const CHUNK: u64 = 8 * 1024 * 1024;
+    /// The unit of a hole: the page and the usual filesystem block.
+    const BLOCK: usize = 4096;
 
+    /// A writer into `file`, which must be empty (a skipped block must read
+    /// as zeros); writes go to offsets from 0, whatever its cursor.
     pub(crate) fn new(file: &'a mut File) -> Self {
         EarlyWriteback {
             file,
             written: 0,
+            end: 0,
             started: 0,
         }
     }
+
+    /// Sets the file's length to every byte passed through: a skipped block at
+    /// the end is a hole the file must still cover.
+    pub(crate) fn finish(self) -> io::Result<()> {
+        if self.end < self.written {
+            self.file.set_len(self.written)?;
+        }
+        Ok(())
+    }
+
+    fn write_at(&mut self, data: &[u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file.write_all_at(data, self.written)?;
+        self.written += data.len() as u64;
+        self.end = self.written;
+        Ok(())
+    }
+}
+
+/// True when `block` holds only zeros; stops at the first one that is not.
+fn all_zero(block: &[u8]) -> bool {
+    let mut words = block.chunks_exact(16);
+    words.all(|w| u128::from_ne_bytes(w.try_into().expect("16 bytes")) == 0)
+        && words.remainder().iter().all(|&b| b == 0)
 }
 
 impl io::Write for EarlyWriteback<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.written += n as u64;
+        let block = Self::BLOCK;
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let offset = (self.written % block as u64) as usize;
+            if offset != 0 || rest.len() < block {
+                // Part of a block: up to the next boundary, written as it is.
+                let n = (block - offset).min(rest.len());
+                self.write_at(&rest[..n])?;
+                rest = &rest[n..];
+            } else if all_zero(&rest[..block]) {
+                self.written += block as u64;
+                rest = &rest[block..];
+            } else {
+                // A run of whole blocks with data, in one write.
+                let mut run = block;
+                while run + block <= rest.len() && !all_zero(&rest[run..run + block]) {
+                    run += block;
+                }
+                self.write_at(&rest[..run])?;
+                rest = &rest[run..];
+            }
+        }
         if self.written - self.started >= Self::CHUNK {
             let len = std::num::NonZeroU64::new(self.written - self.started);
             // Advice only: a filesystem that ignores it loses nothing.
@@ -69,7 +129,7 @@ impl io::Write for EarlyWriteback<'_> {
                 rustix::fs::fadvise(&*self.file, self.started, len, rustix::fs::Advice::DontNeed);
             self.started = self.written;
         }
-        Ok(n)
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -187,5 +247,38 @@ mod tests {
         let mut back = Vec::new();
         file.read_to_end(&mut back).unwrap();
         assert!(back == data, "the bytes changed on the way");
+    }
+
+    #[test]
+    fn zero_blocks_become_holes_and_every_byte_reads_back() {
+        use std::os::unix::fs::MetadataExt;
+        let block = EarlyWriteback::BLOCK;
+        // Zeros that fill aligned blocks (skipped), zeros that do not (written),
+        // data, and a trailing run of zero blocks (a hole the length covers).
+        let mut data = vec![0u8; 64 * block];
+        data[3 * block + 17] = 1;
+        data[10 * block..12 * block].fill(7);
+        data[20 * block - 1] = 9;
+        data[30 * block..30 * block + 5].copy_from_slice(b"hello");
+        for piece in [1, 1000, block, block + 3, 256 * 1024] {
+            let mut file = tempfile::tempfile().unwrap();
+            let mut w = EarlyWriteback::new(&mut file);
+            for chunk in data.chunks(piece) {
+                w.write_all(chunk).unwrap();
+            }
+            w.finish().unwrap();
+            assert_eq!(file.metadata().unwrap().len(), data.len() as u64);
+            let mut back = Vec::new();
+            file.rewind().unwrap();
+            file.read_to_end(&mut back).unwrap();
+            assert!(back == data, "pieces of {piece}: the bytes changed");
+            if piece >= block && piece % block == 0 {
+                let allocated = file.metadata().unwrap().blocks() * 512;
+                assert!(
+                    allocated <= 16 * block as u64,
+                    "pieces of {piece}: {allocated} bytes allocated"
+                );
+            }
+        }
     }
 }
