@@ -165,3 +165,148 @@ fn a_sparse_file_is_backed_up_and_restored_with_its_holes() {
     assert!(util::read(&t) == tail_zeros, "the written bytes differ");
     assert!(allocated(&t) < FAR_BELOW, "{} bytes", allocated(&t));
 }
+
+// ------------------------------------------------ missing or cut standard input
+
+/// `sh -c SCRIPT` in the workspace, with `$TB` the binary and the session set.
+fn sh(env: &Env, script: &str) -> std::process::Output {
+    env.command("sh", Some("agent"))
+        .arg("-c")
+        .arg(script)
+        .env("TB", util::bin())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// An env whose session has one entry for `f.txt` (holding "old\n") already,
+/// so that the file's lock and the session's files exist: a refused write must
+/// then leave the home exactly as it was.
+fn one_file_written() -> Env {
+    let env = Env::new();
+    std::fs::write(env.path("f.txt"), "first\n").unwrap();
+    env.session("agent")
+        .write(&env.workspace(), "f.txt", &b"old\n"[..], "m0")
+        .unwrap();
+    env
+}
+
+/// The store home's digest but for the per-file locks, whose holder note any
+/// writer rewrites (and which are never deleted).
+fn store_digest(env: &Env) -> std::collections::BTreeMap<std::path::PathBuf, String> {
+    let mut d = util::tree_digest(env.home.path());
+    d.retain(|p, _| !p.starts_with("locks"));
+    d
+}
+
+/// Runs `script`, checks it failed with `code` and touched neither the
+/// workspace nor the store; returns its standard error.
+fn refused_untouched(env: &Env, script: &str, code: i32) -> String {
+    let (ws, home) = (util::tree_digest(env.ws.path()), store_digest(env));
+    let out = sh(env, script);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{script}: {stderr}");
+    assert_eq!(util::read_text(env.path("f.txt")), "old\n", "{script}");
+    assert_eq!(util::tree_digest(env.ws.path()), ws, "{script}: workspace");
+    assert_eq!(store_digest(env), home, "{script}: store");
+    assert_eq!(env.session("agent").entries().unwrap().len(), 1, "{script}");
+    stderr
+}
+
+#[test]
+fn a_closed_standard_input_is_an_error_that_touches_nothing() {
+    let env = one_file_written();
+    let stderr = refused_untouched(&env, r#""$TB" write f.txt -m m1 <&-"#, 1);
+    assert!(stderr.contains("standard input is closed"), "{stderr}");
+    let stderr = refused_untouched(&env, r#""$TB" write f.txt -m m1 --json <&-"#, 1);
+    let v: serde_json::Value = serde_json::from_str(&stderr).unwrap();
+    assert_eq!(v["error"]["kind"], "no-input", "{stderr}");
+    // Open for writing only: nothing can be read from it.
+    let stderr = refused_untouched(&env, r#""$TB" write f.txt -m m1 0>/dev/null --json"#, 1);
+    let v: serde_json::Value = serde_json::from_str(&stderr).unwrap();
+    assert_eq!(v["error"]["kind"], "no-input", "{stderr}");
+
+    // A person's `< /dev/null` is an empty file, as before.
+    let out = sh(&env, r#""$TB" write f.txt -m m2 </dev/null"#);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(util::read(env.path("f.txt")), b"");
+}
+
+#[test]
+fn a_terminal_on_standard_input_is_refused_with_a_hint() {
+    let env = one_file_written();
+    let home = store_digest(&env);
+    let (shown, code) = on_a_terminal(&env, "agent", "write f.txt -m m1", "");
+    assert_eq!(code, 2, "{shown}");
+    assert!(
+        shown.contains("turnback write reads the new contents from standard input: pipe them in"),
+        "{shown}"
+    );
+    assert_eq!(util::read_text(env.path("f.txt")), "old\n");
+    assert_eq!(store_digest(&env), home);
+}
+
+#[test]
+fn a_short_producer_with_an_expected_size_or_hash_writes_nothing() {
+    let env = one_file_written();
+    let whole = "the whole new contents\n";
+    let sha = util::sha256_hex(whole.as_bytes());
+    for script in [
+        format!(
+            r#"printf 'the whole' | "$TB" write f.txt -m m1 --expect-size {}"#,
+            whole.len()
+        ),
+        format!(r#"printf 'the whole' | "$TB" write f.txt -m m1 --expect-sha256 {sha}"#),
+        format!(
+            r#"printf 'the whole new contents\n!' | "$TB" write f.txt -m m1 --expect-size {} --expect-sha256 {sha}"#,
+            whole.len()
+        ),
+    ] {
+        let stderr = refused_untouched(&env, &script, 1);
+        assert!(stderr.contains("f.txt"), "{stderr}");
+        let json = refused_untouched(&env, &format!("{script} --json"), 1);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let e = &v["error"];
+        assert_eq!(e["kind"], "contents-mismatch", "{json}");
+        assert!(
+            e["actual"]["size"].is_u64() && e["actual"]["sha256"].is_string(),
+            "{json}"
+        );
+        assert!(e["expected"].is_object(), "{json}");
+    }
+    // A new file in a new directory: nothing is created either.
+    let out = sh(
+        &env,
+        r#"printf 'x' | "$TB" write new/dir/g.txt --expect-size 2"#,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!env.path("new").exists());
+    assert_eq!(env.session("agent").entries().unwrap().len(), 1);
+
+    // What was meant arrives: written.
+    let out = sh(
+        &env,
+        &format!(
+            r#"printf 'the whole new contents\n' | "$TB" write f.txt -m m1 --expect-size {} --expect-sha256 {}"#,
+            whole.len(),
+            sha.to_uppercase()
+        ),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(util::read_text(env.path("f.txt")), whole);
+    // A hash that is not one is a usage error.
+    let out = sh(
+        &env,
+        r#"printf 'x' | "$TB" write f.txt --expect-sha256 nothex"#,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(util::read_text(env.path("f.txt")), whole);
+}

@@ -113,7 +113,7 @@ pub use index::{
 };
 pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
-pub use session::{Session, TrackedFile};
+pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
 pub use store::{Options, SessionSummary, Store};
 pub use turns::TurnSummary;
