@@ -310,3 +310,122 @@ fn a_short_producer_with_an_expected_size_or_hash_writes_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(util::read_text(env.path("f.txt")), whole);
 }
+
+// ------------------------------------------------------- owners, setuid bits
+
+/// True when the tests run as root; else the test says it skipped.
+fn root_or_skip(what: &str) -> bool {
+    let root = rustix::process::geteuid().is_root();
+    if !root {
+        eprintln!("skipped: {what} needs root (to make files of other users)");
+    }
+    root
+}
+
+fn owner_of(p: &std::path::Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(p).unwrap();
+    (md.uid(), md.gid())
+}
+
+/// A file at `p` with `contents`, owned by `owner`, of mode `mode` (set after
+/// the chown, which clears setuid and setgid).
+fn file_of(p: &std::path::Path, contents: &str, owner: (u32, u32), mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(p, contents).unwrap();
+    std::os::unix::fs::chown(p, Some(owner.0), Some(owner.1)).unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// `turnback ARGS` in session "agent" with `stdin`; must succeed.
+fn tb_ok(mut cmd: Command, args: &[&str], stdin: &[u8]) {
+    let mut child = cmd
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "turnback {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn as_root_a_write_and_its_undo_keep_another_users_owner_and_setuid_bit() {
+    if !root_or_skip("keeping another user's owner") {
+        return;
+    }
+    let env = Env::new();
+    let p = env.path("tool");
+    let them = (1234, 1234);
+    file_of(&p, "#!/bin/sh\necho old\n", them, 0o4755);
+    let tb = |args: &[&str], stdin: &[u8]| tb_ok(env.cmd(Some("agent")), args, stdin);
+
+    tb(&["write", "tool", "-m", "m1"], b"#!/bin/sh\necho new\n");
+    assert_eq!(util::read_text(&p), "#!/bin/sh\necho new\n");
+    assert_eq!(owner_of(&p), them, "the write kept the owner");
+    assert_eq!(util::mode_of(&p), 0o4755, "and, with it, the setuid bit");
+    let e = &env.session("agent").entries().unwrap()[0];
+    assert_eq!((e.before.uid, e.before.gid), (Some(1234), Some(1234)));
+
+    tb(&["undo"], b"");
+    assert_eq!(util::read_text(&p), "#!/bin/sh\necho old\n");
+    assert_eq!((owner_of(&p), util::mode_of(&p)), (them, 0o4755), "undo");
+
+    // Undo of an rm: the file is made anew, with the owner of its backup.
+    tb(&["rm", "tool", "-m", "m2"], b"");
+    assert!(!p.exists());
+    tb(&["undo"], b"");
+    assert_eq!(util::read_text(&p), "#!/bin/sh\necho old\n");
+    assert_eq!(
+        (owner_of(&p), util::mode_of(&p)),
+        (them, 0o4755),
+        "undo of rm"
+    );
+}
+
+#[test]
+fn an_unprivileged_writer_never_makes_another_users_setuid_file_its_own() {
+    use std::os::unix::process::CommandExt;
+    if !root_or_skip("running a writer as another user") {
+        return;
+    }
+    let env = Env::new();
+    let writer = (1234, 1234);
+    // A workspace the writer may create files in, and a home of its own.
+    for dir in [env.ws.path(), env.home.path()] {
+        std::os::unix::fs::chown(dir, Some(writer.0), Some(writer.1)).unwrap();
+    }
+    let setuid = env.path("setuid");
+    file_of(&setuid, "theirs\n", (4321, 4321), 0o4755);
+    // The writer's group: it may keep it, and the setgid bit with it.
+    let setgid = env.path("setgid");
+    file_of(&setgid, "theirs\n", (4321, writer.1), 0o2755);
+    let as_writer = || {
+        let mut c = env.cmd(Some("agent"));
+        c.uid(writer.0).gid(writer.1);
+        c
+    };
+
+    tb_ok(as_writer(), &["write", "setuid", "-m", "m1"], b"mine\n");
+    assert_eq!(util::read_text(&setuid), "mine\n");
+    assert_eq!(owner_of(&setuid), writer, "the writer cannot give it away");
+    assert_eq!(
+        util::mode_of(&setuid),
+        0o755,
+        "a file whose owner changed keeps no setuid bit"
+    );
+
+    tb_ok(as_writer(), &["write", "setgid", "-m", "m2"], b"mine\n");
+    assert_eq!(owner_of(&setgid), writer);
+    assert_eq!(
+        util::mode_of(&setgid),
+        0o2755,
+        "the group stayed: setgid too"
+    );
+}

@@ -735,6 +735,14 @@ fn restore(
                     .parent_of(&p.rel, true)?
                     .expect("parent_of creates what is missing");
                 parent.target_kind(ws.root())?;
+                // The owner recorded with the backup, else that of the file
+                // it replaces (else the process's, with no setuid or setgid).
+                let owners: Vec<(u32, u32)> = p
+                    .target
+                    .owner()
+                    .into_iter()
+                    .chain(parent.target_owner())
+                    .collect();
                 let blob_path = session.blobs().path(hash);
                 let mut blob = session.blobs().open(hash).map_err(|_| Error::BlobMissing {
                     session: session.id().to_owned(),
@@ -754,6 +762,7 @@ fn restore(
                         actual,
                     });
                 }
+                new.keep_owner(owners);
                 new.seal(p.target.mode)?;
                 keep(&ws)?;
                 new.replace_target()?;

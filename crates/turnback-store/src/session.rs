@@ -284,12 +284,16 @@ impl Session {
             },
         };
         let old_mode = old.as_ref().map(|f| f.mode);
+        let old_owner: Vec<(u32, u32)> = old.iter().map(|f| f.owner).collect();
         let known = early.as_ref().map(|e| e.before.clone());
         let display = workspace.root().join(&rel);
         let mut prepare = || {
             NewContents::create(&parent, 0o666).and_then(|mut new| {
                 let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
                 expected.check(&display, &sha256, size)?;
+                // The file stays its owner's where the process may make it so;
+                // where not, it loses setuid and setgid.
+                new.keep_owner(old_owner.clone());
                 let mode = new.seal(old_mode)?;
                 Ok((new, FileState::present(sha256, size, mode)))
             })
@@ -616,13 +620,14 @@ impl Session {
                 Ok(FileState::absent())
             }
             Some(mut f) => {
-                let mode = f.mode;
+                let (mode, (uid, gid)) = (f.mode, f.owner);
+                let state = |h: String, n| FileState::present(h, n, mode).with_owner(uid, gid);
                 let (sha256, size) =
                     self.blobs
                         .store_file_then(&mut f.file, &f.display, |h, n| {
-                            hashed(&FileState::present(h.to_owned(), n, mode))
+                            hashed(&state(h.to_owned(), n))
                         })?;
-                Ok(FileState::present(sha256, size, mode))
+                Ok(state(sha256, size))
             }
         }
     }

@@ -298,9 +298,11 @@ impl Workspace {
             });
         }
         let mode = sys::file_mode(&file).map_err(Error::io("inspect", &parent.display))?;
+        let owner = sys::file_owner(&file).map_err(Error::io("inspect", &parent.display))?;
         Ok(Some(OpenFile {
             file,
             mode,
+            owner,
             display: parent.display,
         }))
     }
@@ -399,6 +401,8 @@ fn is_not_a_directory(e: &io::Error) -> bool {
 pub(crate) struct OpenFile {
     pub(crate) file: File,
     pub(crate) mode: u32,
+    /// User and group id.
+    pub(crate) owner: (u32, u32),
     pub(crate) display: PathBuf,
 }
 
@@ -469,6 +473,13 @@ impl Parent {
         }
     }
 
+    /// The owner (user and group id) of the regular file at the name now, if
+    /// there is one.
+    pub(crate) fn target_owner(&self) -> Option<(u32, u32)> {
+        let md = self.dir.symlink_metadata(&self.name).ok()?;
+        md.is_file().then(|| sys::owner(&md))
+    }
+
     /// Deletes the file (not following a link), then makes that durable.
     pub(crate) fn remove_target(&self) -> Result<()> {
         self.remove_target_reporting().map_err(|f| f.error)
@@ -503,6 +514,8 @@ impl Parent {
 pub(crate) struct NewContents<'p> {
     parent: &'p Parent,
     file: File,
+    /// The owners to give the file, best first ([`NewContents::keep_owner`]).
+    owners: Vec<(u32, u32)>,
     /// The name it has or will have in the directory.
     temp: String,
     linked: bool,
@@ -526,6 +539,7 @@ impl<'p> NewContents<'p> {
             return Ok(NewContents {
                 parent,
                 file,
+                owners: Vec::new(),
                 temp,
                 linked: false,
                 replaced: false,
@@ -537,6 +551,7 @@ impl<'p> NewContents<'p> {
         Ok(NewContents {
             parent,
             file,
+            owners: Vec::new(),
             temp,
             linked: true,
             replaced: false,
@@ -563,14 +578,24 @@ impl<'p> NewContents<'p> {
         Ok(filled)
     }
 
-    /// Sets the mode (when given) and makes the contents durable; returns the
-    /// mode the file has.
+    /// The owners (user id, group id) the file should have, best first: the
+    /// first is the owner it is meant to have (its recorded one), the others
+    /// fallbacks for the group. [`NewContents::seal`] gives it the first it
+    /// may, and keeps setuid or setgid only if it got the first's user or
+    /// group. Without any (a new file, an owner not recorded) the file is the
+    /// process's and keeps neither bit.
+    pub(crate) fn keep_owner(&mut self, owners: Vec<(u32, u32)>) {
+        self.owners = owners;
+    }
+
+    /// Sets the owner (see [`NewContents::keep_owner`]) and the mode (when
+    /// given), and makes the contents durable; returns the mode the file has.
     pub(crate) fn seal(&mut self, mode: Option<u32>) -> Result<u32> {
         let display = &self.parent.display;
-        if let Some(mode) = mode {
-            sys::set_file_mode(&self.file, mode)
-                .map_err(Error::io("set the mode of a temporary beside", display))?;
-        }
+        sys::set_owner_and_mode(&self.file, &self.owners, mode).map_err(Error::io(
+            "set the owner and mode of a temporary beside",
+            display,
+        ))?;
         self.file
             .sync_all()
             .map_err(Error::io("sync a temporary beside", display))?;

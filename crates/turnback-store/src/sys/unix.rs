@@ -203,6 +203,71 @@ pub(crate) fn set_file_mode(file: &File, mode: u32) -> io::Result<()> {
     file.set_permissions(std::fs::Permissions::from_mode(mode))
 }
 
+/// The owner (user id, group id) of an open file.
+pub(crate) fn file_owner(file: &File) -> io::Result<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let md = file.metadata()?;
+    Ok((md.uid(), md.gid()))
+}
+
+/// The owner (user id, group id) in a file's metadata.
+pub(crate) fn owner(md: &Metadata) -> (u32, u32) {
+    (md.uid(), md.gid())
+}
+
+/// Gives `file` the owner `wanted[0]` where the process may, else keeps what
+/// it can, then sets `mode` without a setuid bit unless the file has that
+/// owner, and without setgid unless it has that group. Root may set any owner;
+/// another user only a group it belongs to: so after `wanted[0]` (user and
+/// group) each wanted group is tried alone, and a refusal (`EPERM`, `EINVAL`
+/// for an id with no mapping) leaves the process's. With nothing wanted (the
+/// owner is not known) neither bit is kept: a file must never become setuid
+/// to someone other than whoever made it so.
+///
+/// The owner goes first: a `chown` clears setuid and setgid, the mode then
+/// sets what is kept.
+pub(crate) fn set_owner_and_mode(
+    file: &File,
+    wanted: &[(u32, u32)],
+    mode: Option<u32>,
+) -> io::Result<()> {
+    use rustix::fs::{Gid, Uid};
+    use rustix::io::Errno;
+    // -1 means "leave as is" to chown: never an id to ask for.
+    let valid = |id: u32| id != u32::MAX;
+    if let Some(&(uid, gid)) = wanted.first()
+        && file_owner(file)? != (uid, gid)
+    {
+        let both = (valid(uid) && valid(gid)).then_some((Some(uid), gid));
+        let groups = wanted
+            .iter()
+            .filter(|w| valid(w.1))
+            .map(|&(_, g)| (None, g));
+        for (u, g) in both.into_iter().chain(groups) {
+            match rustix::fs::fchown(file, u.map(Uid::from_raw), Some(Gid::from_raw(g))) {
+                Ok(()) => break,
+                Err(e) if e == Errno::PERM || e == Errno::INVAL => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    if let Some(mut mode) = mode {
+        let (uid, gid) = file_owner(file)?;
+        let (want_uid, want_gid) = match wanted.first() {
+            Some(&(u, g)) => (Some(u), Some(g)),
+            None => (None, None),
+        };
+        if want_uid != Some(uid) {
+            mode &= !0o4000;
+        }
+        if want_gid != Some(gid) {
+            mode &= !0o2000;
+        }
+        set_file_mode(file, mode)?;
+    }
+    Ok(())
+}
+
 /// What a non-regular file is, in words for an error.
 pub(crate) fn kind_of(md: &Metadata) -> &'static str {
     use cap_std::fs::FileTypeExt;
@@ -247,6 +312,22 @@ mod tests {
         let mut back = Vec::new();
         file.read_to_end(&mut back).unwrap();
         assert!(back == data, "the bytes changed on the way");
+    }
+
+    #[test]
+    fn setuid_and_setgid_stay_only_with_the_owner_they_were_meant_for() {
+        let file = tempfile::tempfile().unwrap();
+        let me = file_owner(&file).unwrap();
+        set_owner_and_mode(&file, &[me], Some(0o6755)).unwrap();
+        assert_eq!(file_mode(&file).unwrap(), 0o6755, "its own owner: kept");
+        set_owner_and_mode(&file, &[], Some(0o6755)).unwrap();
+        assert_eq!(file_mode(&file).unwrap(), 0o755, "no owner known: dropped");
+        // Another group than the file's: setgid goes unless it could be had.
+        let other = (me.0, me.1.wrapping_add(4321));
+        set_owner_and_mode(&file, &[other], Some(0o6755)).unwrap();
+        let got = file_owner(&file).unwrap();
+        let want = if got == other { 0o6755 } else { 0o4755 };
+        assert_eq!(file_mode(&file).unwrap(), want, "{got:?}");
     }
 
     #[test]
