@@ -429,3 +429,52 @@ fn an_unprivileged_writer_never_makes_another_users_setuid_file_its_own() {
         "the group stayed: setgid too"
     );
 }
+
+// --------------------------------------------------------------- hard links
+
+fn inode_and_links(p: &std::path::Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(p).unwrap();
+    (md.ino(), md.nlink())
+}
+
+#[test]
+fn a_file_with_two_links_is_written_and_restored_in_place() {
+    let env = Env::new();
+    let (a, b) = (env.path("a.txt"), env.path("b.txt"));
+    std::fs::write(&a, "old\n").unwrap();
+    std::fs::hard_link(&a, &b).unwrap();
+    let (ino, links) = inode_and_links(&a);
+    assert_eq!(links, 2);
+    let tb = |args: &[&str], stdin: &[u8]| tb_ok(env.cmd(Some("agent")), args, stdin);
+
+    tb(&["write", "a.txt", "-m", "m1"], b"new contents\n");
+    assert_eq!(
+        util::read_text(&b),
+        "new contents\n",
+        "the other name sees it"
+    );
+    assert_eq!(inode_and_links(&a), (ino, 2), "same inode, both links");
+    assert_eq!(
+        util::stray_temps(env.ws.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
+
+    tb(&["undo"], b"");
+    assert_eq!(util::read_text(&b), "old\n", "undo reaches the other name");
+    assert_eq!(inode_and_links(&a), (ino, 2));
+
+    tb(&["redo"], b"");
+    assert_eq!(util::read_text(&b), "new contents\n");
+    assert_eq!(inode_and_links(&b), (ino, 2));
+
+    // Contents refused before anything is copied: neither name changes.
+    let out = sh(&env, r#"printf 'cut' | "$TB" write a.txt --expect-size 99"#);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(util::read_text(&b), "new contents\n");
+    assert_eq!(inode_and_links(&a), (ino, 2));
+    assert_eq!(
+        util::stray_temps(env.ws.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
+}

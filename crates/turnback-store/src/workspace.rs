@@ -473,6 +473,14 @@ impl Parent {
         }
     }
 
+    /// How many names the regular file at the name has now (0: none there).
+    pub(crate) fn target_links(&self) -> u64 {
+        match self.dir.symlink_metadata(&self.name) {
+            Ok(md) if md.is_file() => sys::links(&md),
+            _ => 0,
+        }
+    }
+
     /// The owner (user and group id) of the regular file at the name now, if
     /// there is one.
     pub(crate) fn target_owner(&self) -> Option<(u32, u32)> {
@@ -516,6 +524,8 @@ pub(crate) struct NewContents<'p> {
     file: File,
     /// The owners to give the file, best first ([`NewContents::keep_owner`]).
     owners: Vec<(u32, u32)>,
+    /// The mode [`NewContents::seal`] was asked for, for a copy in place.
+    mode: Option<u32>,
     /// The name it has or will have in the directory.
     temp: String,
     linked: bool,
@@ -540,6 +550,7 @@ impl<'p> NewContents<'p> {
                 parent,
                 file,
                 owners: Vec::new(),
+                mode: None,
                 temp,
                 linked: false,
                 replaced: false,
@@ -552,6 +563,7 @@ impl<'p> NewContents<'p> {
             parent,
             file,
             owners: Vec::new(),
+            mode: None,
             temp,
             linked: true,
             replaced: false,
@@ -591,6 +603,7 @@ impl<'p> NewContents<'p> {
     /// Sets the owner (see [`NewContents::keep_owner`]) and the mode (when
     /// given), and makes the contents durable; returns the mode the file has.
     pub(crate) fn seal(&mut self, mode: Option<u32>) -> Result<u32> {
+        self.mode = mode;
         let display = &self.parent.display;
         sys::set_owner_and_mode(&self.file, &self.owners, mode).map_err(Error::io(
             "set the owner and mode of a temporary beside",
@@ -621,7 +634,13 @@ impl<'p> NewContents<'p> {
 
     /// [`NewContents::replace_target`], saying on failure whether the file was
     /// replaced already (only the directory sync failed).
+    ///
+    /// A file with more than one name (hard links) is not replaced but written
+    /// in place, so that every name sees the change ([`NewContents::overwrite_target`]).
     pub(crate) fn replace_target_reporting(mut self) -> Result<(), Failed> {
+        if self.parent.target_links() > 1 && self.overwrite_target()? {
+            return Ok(());
+        }
         self.link().map_err(Failed::untouched)?;
         let p = self.parent;
         p.dir
@@ -633,6 +652,80 @@ impl<'p> NewContents<'p> {
             .map_err(|e| Failed::visible(Error::io("sync directory of", &p.display)(e)))?;
         crate::crash::point("ws-dir-synced");
         Ok(())
+    }
+}
+
+impl NewContents<'_> {
+    /// Copies the contents over the file in place, keeping its inode (and so
+    /// every hard link to it): truncate, copy, sync. Weaker than the rename: a
+    /// crash or an error during the copy leaves the file torn, neither before
+    /// nor after (recovery then keeps the entry, and its backup is durable, so
+    /// a forced undo restores it). The contents were synced into the temporary
+    /// first, so bad input has been refused before the file is touched.
+    /// `Ok(false)`: the file may not be opened for writing (read-only to this
+    /// user, or a program running from it): replace it by rename instead.
+    fn overwrite_target(&mut self) -> Result<bool, Failed> {
+        use std::io::{Seek, Write};
+        let p = self.parent;
+        let display = &p.display;
+        let mut opts = OpenOptions::new();
+        opts.write(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(sys::nonblocking_read_flags());
+        let mut target = match p.dir.open_with(&p.name, &opts) {
+            Ok(f) => f.into_std(),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ExecutableFileBusy
+                ) =>
+            {
+                return Ok(false);
+            }
+            Err(e) => return Err(Failed::untouched(Error::io("open", display)(e))),
+        };
+        let md = target
+            .metadata()
+            .map_err(|e| Failed::untouched(Error::io("inspect", display)(e)))?;
+        if !md.is_file() {
+            return Err(Failed::untouched(Error::NotRegularFile {
+                path: display.clone(),
+                kind: "special file",
+            }));
+        }
+        self.file
+            .rewind()
+            .map_err(|e| Failed::untouched(Error::io("read a temporary beside", display)(e)))?;
+        let torn = |op| move |e| Failed::visible(Error::io(op, display)(e));
+        target.set_len(0).map_err(torn("truncate"))?;
+        let mut writer = sys::EarlyWriteback::new(&mut target);
+        let mut buf = vec![0u8; hash::BUF_SIZE];
+        loop {
+            let n = match self.file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(torn("read a temporary beside")(e)),
+            };
+            writer.write_all(&buf[..n]).map_err(torn("write"))?;
+        }
+        writer.finish().map_err(torn("write"))?;
+        // The inode keeps its owner and mode, unless a restore asks for others
+        // (as for a temporary); a user who may write but not chmod the file
+        // leaves them as the kernel made them.
+        let mode_now = sys::file_mode(&target).map_err(torn("inspect"))?;
+        let owner_now = sys::file_owner(&target).map_err(torn("inspect"))?;
+        if self.mode.is_some_and(|m| m != mode_now)
+            || self.owners.first().is_some_and(|o| *o != owner_now)
+        {
+            match sys::set_owner_and_mode(&target, &self.owners, self.mode) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
+                Err(e) => return Err(torn("set the mode of")(e)),
+            }
+        }
+        target.sync_all().map_err(torn("sync"))?;
+        Ok(true)
     }
 }
 

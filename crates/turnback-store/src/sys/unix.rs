@@ -210,6 +210,11 @@ pub(crate) fn file_owner(file: &File) -> io::Result<(u32, u32)> {
     Ok((md.uid(), md.gid()))
 }
 
+/// How many names (hard links) the file of `md` has.
+pub(crate) fn links(md: &Metadata) -> u64 {
+    md.nlink()
+}
+
 /// The owner (user id, group id) in a file's metadata.
 pub(crate) fn owner(md: &Metadata) -> (u32, u32) {
     (md.uid(), md.gid())
