@@ -45,9 +45,9 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Replace FILE with standard input, backed up first (for agents)
     #[command(
-        after_help = "Example:\n  printf 'fn main() {}\\n' | turnback write src/main.rs --message call-7"
+        after_help = "Standard input must be a pipe or a file: a closed one is an error and a\nterminal is refused, so that neither empties FILE. With --expect-size or\n--expect-sha256, contents that are not what was meant (a producer that stopped\nhalf way) are refused and nothing is written.\n\nExample:\n  printf 'fn main() {}\\n' | turnback write src/main.rs --message call-7 --expect-size 13"
     )]
-    Write(FileArgs),
+    Write(WriteArgs),
     /// Delete FILE, backed up first (for agents)
     #[command(after_help = "Example:\n  turnback rm old_notes.txt --message call-8")]
     Rm(FileArgs),
@@ -174,6 +174,27 @@ pub(crate) struct FileArgs {
     /// The id of the message or tool call making the change
     #[arg(long, short, default_value = "", value_name = "ID")]
     pub message: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WriteArgs {
+    #[command(flatten)]
+    pub file: FileArgs,
+    /// Refuse the new contents unless they are exactly N bytes
+    #[arg(long, value_name = "N")]
+    pub expect_size: Option<u64>,
+    /// Refuse the new contents unless their SHA-256 is HASH (hex)
+    #[arg(long, value_name = "HASH", value_parser = parse_sha256)]
+    pub expect_sha256: Option<String>,
+}
+
+/// A SHA-256 in hex, either case; kept in lower case.
+fn parse_sha256(s: &str) -> Result<String, String> {
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err("a SHA-256 is 64 hexadecimal digits".into())
+    }
 }
 
 #[derive(Debug, Args, Clone, Copy)]

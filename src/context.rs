@@ -104,7 +104,7 @@ impl Context {
                 self.note(&format!(
                     "using session {} (the newest with changes in {})",
                     s.id,
-                    ws.root().display()
+                    turnback::text::escape_path(ws.root())
                 ));
                 Ok(self.store.open_session(&s.id)?)
             }
@@ -131,7 +131,7 @@ impl Context {
                 let shown = file.strip_prefix(&self.cwd).unwrap_or(file);
                 self.note(&format!(
                     "using session {id} (it changed {} last)",
-                    shown.display()
+                    turnback::text::escape_path(shown)
                 ));
                 Ok(self.store.open_session(&id)?)
             }

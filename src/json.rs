@@ -175,7 +175,26 @@ pub fn error_kind(e: &Error) -> &'static str {
         Error::TurnNotFound { .. } => "turn-not-found",
         Error::NotRead { .. } => "not-read",
         Error::ChangedSinceRead { .. } => "changed-since-read",
+        Error::ContentsMismatch { .. } => "contents-mismatch",
         _ => "error",
+    }
+}
+
+/// What the error object carries besides its common fields, for the kinds
+/// that have more to say: `{"expected", "actual"}` for `contents-mismatch`.
+pub fn error_details(e: &Error) -> Option<Value> {
+    match e {
+        Error::ContentsMismatch {
+            expected_size,
+            expected_sha256,
+            actual_size,
+            actual_sha256,
+            ..
+        } => Some(json!({
+            "expected": { "size": expected_size, "sha256": expected_sha256 },
+            "actual": { "size": actual_size, "sha256": actual_sha256 },
+        })),
+        _ => None,
     }
 }
 

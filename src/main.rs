@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod context;
+mod sys;
 
 fn main() -> std::process::ExitCode {
     match cli::parse() {

@@ -8,6 +8,38 @@ use turnback_store::{
 
 use crate::output::{Out, Role};
 
+/// `s` with every control character escaped (`\e`, `\n`, `\t`, `\r`, `\x07`,
+/// `\x7f`, and C1 as `\u{9b}`), for text a terminal shows: a file name, a
+/// message id or a prompt comes from an agent, and printed raw it could forge
+/// lines of output or send the terminal escape sequences. JSON escapes by
+/// itself and is not passed through this.
+pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
+    fn is_control(c: char) -> bool {
+        c < ' ' || c == '\x7f' || ('\u{80}'..='\u{9f}').contains(&c)
+    }
+    if !s.chars().any(is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\x1b' => out.push_str("\\e"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c < ' ' || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if is_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`escape`] of a path's display form.
+pub fn escape_path(p: &std::path::Path) -> String {
+    escape(&p.display().to_string()).into_owned()
+}
+
 pub fn time(t: time::OffsetDateTime) -> String {
     let fmt =
         time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
@@ -31,7 +63,7 @@ pub fn entry_line(out: &Out, e: &Entry) -> String {
     format!(
         "#{:<4} {}  {}",
         e.seq,
-        out.paint(Role::Path, &e.path),
+        out.paint(Role::Path, &escape(&e.path)),
         change(e)
     )
 }
@@ -53,9 +85,9 @@ pub fn log(out: &Out, session: &str, entries: &[Entry]) -> String {
     for e in entries {
         if current != Some(e.message_id.as_str()) {
             let name = if e.message_id.is_empty() {
-                "(no message id)"
+                "(no message id)".into()
             } else {
-                &e.message_id
+                escape(&e.message_id)
             };
             s.push_str(&format!(
                 "message {name}  {}\n",
@@ -94,7 +126,7 @@ pub fn revert(out: &Out, what: &str, r: &RevertReport, diffs: &[Option<FileDiff>
 }
 
 fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
-    let path = out.paint(Role::Path, &f.path);
+    let path = out.paint(Role::Path, &escape(&f.path));
     let verb = |done: &str, todo: &str| {
         if applied {
             done.to_string()
@@ -133,7 +165,7 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
 pub fn diff_body(out: &Out, d: &FileDiff) -> String {
     match &d.body {
         DiffBody::Same => "(no difference)\n".into(),
-        DiffBody::Text { unified, .. } => out.diff(unified),
+        DiffBody::Text { unified, .. } => out.diff(&escape_diff_headers(unified)),
         DiffBody::Binary => format!("binary file: {} -> {} bytes\n", d.old.size, d.new.size),
         DiffBody::TooBig => format!(
             "too big to compare: {} -> {} bytes\n",
@@ -175,7 +207,10 @@ pub fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
             ),
             DiffBody::Same => "no difference".into(),
         };
-        s.push_str(&format!("{}: {summary}\n", out.paint(Role::Path, &d.path)));
+        s.push_str(&format!(
+            "{}: {summary}\n",
+            out.paint(Role::Path, &escape(&d.path))
+        ));
         if !stat && matches!(d.body, DiffBody::Text { .. }) {
             s.push_str(&diff_body(out, d));
         }
@@ -204,13 +239,9 @@ pub fn sessions(out: &Out, list: &[SessionSummary]) -> String {
     s.push('\n');
     for x in list {
         let last = x.last_change.map(time).unwrap_or_else(|| "-".into());
-        let ws: Vec<String> = x
-            .workspaces
-            .iter()
-            .map(|w| w.display().to_string())
-            .collect();
+        let ws: Vec<String> = x.workspaces.iter().map(|w| escape_path(w)).collect();
         let ws = match &x.problem {
-            Some(p) => out.paint(Role::Warn, &format!("unreadable: {p}")),
+            Some(p) => out.paint(Role::Warn, &format!("unreadable: {}", escape(p))),
             None => ws.join(", "),
         };
         s.push_str(&format!(
@@ -248,6 +279,23 @@ pub fn prune(r: &PruneReport) -> String {
     s
 }
 
+/// A unified diff with its `---`/`+++` lines (which name the file) escaped; the
+/// lines of contents are shown as they are, as `diff` and `git diff` show them.
+fn escape_diff_headers(unified: &str) -> String {
+    let mut out = String::with_capacity(unified.len());
+    for (i, line) in unified.split_inclusive('\n').enumerate() {
+        let header = i < 2 && (line.starts_with("--- ") || line.starts_with("+++ "));
+        match line.strip_suffix('\n') {
+            Some(body) if header => {
+                out.push_str(&escape(body));
+                out.push('\n');
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
+
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         word.to_owned()
@@ -258,4 +306,23 @@ fn plural(n: usize, word: &str) -> String {
 
 fn indent(s: &str, by: &str) -> String {
     s.lines().map(|l| format!("{by}{l}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_names_every_control_character_and_leaves_the_rest() {
+        assert_eq!(escape("src/lib.rs"), "src/lib.rs");
+        assert!(matches!(escape("päth ü"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            escape("a\x1b[2Jb\nc\r\t\x07\x00\x7f\u{9b}\u{85}é"),
+            r"a\e[2Jb\nc\r\t\x07\x00\x7f\u{9b}\u{85}é"
+        );
+        assert_eq!(
+            escape_diff_headers("--- a/x\x1b\n+++ b/x\x1b\n@@ -1 +1 @@\n-\x1b\n"),
+            "--- a/x\\e\n+++ b/x\\e\n@@ -1 +1 @@\n-\x1b\n"
+        );
+    }
 }

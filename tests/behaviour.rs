@@ -244,6 +244,8 @@ fn checkpoint_and_commit_record_the_file_as_written() {
             sha256: Some(sha256_hex(b"v1, written by the caller")),
             size: 25,
             mode: Some(mode),
+            uid: None,
+            gid: None,
         })
     );
     assert_eq!(s.entries().unwrap(), vec![e]);

@@ -160,6 +160,11 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
     assert!(std::str::from_utf8(&old).is_err() && std::str::from_utf8(&new).is_err());
     std::fs::write(&p, &old).unwrap();
     let mode = mode_of(&p);
+    let owner = {
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(&p).unwrap();
+        (md.uid(), md.gid())
+    };
 
     let e = s.write(&ws, "blob.bin", &new[..], "m1").unwrap();
     assert_eq!(read(&p), new);
@@ -173,6 +178,9 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
             sha256: Some(sha256_hex(&old)),
             size: old.len() as u64,
             mode: Some(mode),
+            // A backup records the owner, for a restore to keep it.
+            uid: Some(owner.0),
+            gid: Some(owner.1),
         }
     );
     assert_eq!(
@@ -182,6 +190,8 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
             sha256: Some(sha256_hex(&new)),
             size: new.len() as u64,
             mode: Some(mode),
+            uid: None,
+            gid: None,
         })
     );
     assert_eq!(s.entries().unwrap(), vec![e.clone()]);

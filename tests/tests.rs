@@ -34,3 +34,5 @@ mod model;
 mod races;
 // Defects found by trying to break the store: each test failed before its fix.
 mod defects;
+// What a write and a restore keep besides bytes (owner, links, holes), stdin, escaped names.
+mod fidelity;

@@ -999,6 +999,8 @@ fn state_of(p: &Path) -> turnback_store::FileState {
             sha256: Some(sha256_hex(&bytes)),
             size: bytes.len() as u64,
             mode: Some(util::mode_of(p)),
+            uid: None,
+            gid: None,
         },
         Err(_) => turnback_store::FileState::absent(),
     }

@@ -18,6 +18,7 @@ use crate::cli::{Cli, Command};
 use crate::context::Context;
 use turnback::json;
 use turnback::output::Out;
+use turnback::text;
 
 /// Exit code of an error.
 pub(crate) const EXIT_ERROR: u8 = 1;
@@ -35,6 +36,8 @@ pub(crate) struct CliError {
     kind: &'static str,
     /// The files that refused a revert, as JSON (boxed: errors stay small).
     conflicts: Box<serde_json::Value>,
+    /// Fields of the JSON object that only some kinds have (`json::error_details`).
+    details: Option<Box<serde_json::Value>>,
 }
 
 impl CliError {
@@ -45,6 +48,7 @@ impl CliError {
             code: EXIT_ERROR,
             kind: "error",
             conflicts: Box::new(serde_json::Value::Null),
+            details: None,
         }
     }
 
@@ -75,6 +79,7 @@ impl From<Error> for CliError {
             code,
             kind: json::error_kind(&e),
             conflicts: Box::new(json::conflicts(&e)),
+            details: json::error_details(&e).map(Box::new),
         }
     }
 }
@@ -133,6 +138,7 @@ fn hint(e: &Error) -> Option<String> {
         }
         Error::NoSuchEntry { .. } => "`turnback log` lists the session's entries",
         Error::AlreadyCommitted { .. } => "undo or revert it instead",
+        Error::ContentsMismatch { .. } => "the file was not touched: send the whole contents again",
         _ => return None,
     };
     Some(h.to_owned())
@@ -175,13 +181,18 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
 fn report(e: &CliError, json: bool) {
     let mut err = std::io::stderr().lock();
     if json {
-        let v = serde_json::json!({ "error": {
+        let mut v = serde_json::json!({ "error": {
             "kind": e.kind,
             "message": e.message,
             "hint": e.hint,
             "exit_code": e.code,
             "conflicts": e.conflicts,
         }});
+        if let (Some(serde_json::Value::Object(more)), Some(obj)) =
+            (e.details.as_deref(), v["error"].as_object_mut())
+        {
+            obj.extend(more.clone());
+        }
         let _ = writeln!(err, "{v}");
         return;
     }
@@ -189,10 +200,13 @@ fn report(e: &CliError, json: bool) {
 }
 
 /// An error as a person reads it: one line, and a hint line where there is one.
+/// Control characters are escaped: a message names files and ids an agent
+/// chose, which must not forge lines or reach the terminal raw.
 pub(crate) fn error_text(e: &CliError) -> String {
+    let message = text::escape(&e.message);
     match &e.hint {
-        Some(hint) => format!("error: {}\nhint: {hint}\n", e.message),
-        None => format!("error: {}\n", e.message),
+        Some(hint) => format!("error: {message}\nhint: {}\n", text::escape(hint)),
+        None => format!("error: {message}\n"),
     }
 }
 

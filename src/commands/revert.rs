@@ -49,7 +49,12 @@ pub(crate) fn rewind(
     match (message, turn) {
         (Some(m), _) => {
             let r = session.rewind(m, options(flags))?;
-            show(out, &session, &format!("rewind to before {m}"), &r)
+            show(
+                out,
+                &session,
+                &format!("rewind to before {}", text::escape(m)),
+                &r,
+            )
         }
         (None, Some(n)) => {
             let r = session.rewind_to_turn(n, options(flags))?;

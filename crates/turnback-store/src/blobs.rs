@@ -66,10 +66,14 @@ impl Blobs {
                 return hash::hash_reader(file).map_err(Error::io("read backup", tmp));
             }
             let mut writer = sys::EarlyWriteback::new(file);
-            hash::copy_hashing(source_file, Some(&mut writer)).map_err(|e| match e {
-                CopyError::Read(e) => Error::io("read", source)(e),
-                CopyError::Write(e) => Error::io("write backup", tmp)(e),
-            })
+            let copied =
+                hash::copy_hashing(source_file, Some(&mut writer)).map_err(|e| match e {
+                    CopyError::Read(e) => Error::io("read", source)(e),
+                    CopyError::Write(e) => Error::io("write backup", tmp)(e),
+                })?;
+            // Holes were skipped, not written: the length covers a last one.
+            writer.finish().map_err(Error::io("write backup", tmp))?;
+            Ok(copied)
         })
     }
 

@@ -299,6 +299,38 @@ pub enum Error {
         /// The entry's sequence number.
         seq: u64,
     },
+
+    /// The new contents of a write are not what the caller said to expect
+    /// ([`crate::Expected`]): most likely a producer that died half way, whose
+    /// end of input looked like any other. Nothing was written, and no entry or
+    /// backup was made.
+    #[error(
+        "the new contents of {} are {actual_size} bytes with SHA-256 {actual_sha256}, not the {} expected; nothing was written",
+        path.display(),
+        describe_expected(*expected_size, expected_sha256.as_deref())
+    )]
+    ContentsMismatch {
+        /// The file that was to be written.
+        path: PathBuf,
+        /// The size the caller expected, if it said.
+        expected_size: Option<u64>,
+        /// The SHA-256 (lower-case hex) the caller expected, if it said.
+        expected_sha256: Option<String>,
+        /// The size of what arrived.
+        actual_size: u64,
+        /// The SHA-256 of what arrived.
+        actual_sha256: String,
+    },
+}
+
+/// "12 bytes with SHA-256 ab…", or the half of it that was expected.
+fn describe_expected(size: Option<u64>, sha256: Option<&str>) -> String {
+    match (size, sha256) {
+        (Some(n), Some(h)) => format!("{n} bytes with SHA-256 {h}"),
+        (Some(n), None) => format!("{n} bytes"),
+        (None, Some(h)) => format!("contents with SHA-256 {h}"),
+        (None, None) => "contents".into(),
+    }
 }
 
 impl Error {

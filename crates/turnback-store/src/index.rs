@@ -36,6 +36,16 @@ pub struct FileState {
     pub size: u64,
     /// Permission bits (for example `0o644`); `None` when absent.
     pub mode: Option<u32>,
+    /// The owner's user id when the file was backed up, so that a restore can
+    /// give the file back to its owner (and never keep a setuid bit on a file
+    /// whose owner it could not keep). `None` when absent, for states that
+    /// are not backups, and in indexes written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    /// The owner's group id when backed up; as [`FileState::uid`], and
+    /// setgid is kept only on a file that kept its group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid: Option<u32>,
 }
 
 impl FileState {
@@ -46,6 +56,8 @@ impl FileState {
             sha256: None,
             size: 0,
             mode: None,
+            uid: None,
+            gid: None,
         }
     }
 
@@ -55,7 +67,23 @@ impl FileState {
             sha256: Some(sha256),
             size,
             mode: Some(mode),
+            uid: None,
+            gid: None,
         }
+    }
+
+    /// The state with the file's owner recorded (what a backup records).
+    pub(crate) fn with_owner(self, uid: u32, gid: u32) -> Self {
+        FileState {
+            uid: Some(uid),
+            gid: Some(gid),
+            ..self
+        }
+    }
+
+    /// The recorded owner, when both ids are.
+    pub(crate) fn owner(&self) -> Option<(u32, u32)> {
+        self.uid.zip(self.gid)
     }
 
     /// True when both describe the same contents (or both absence), whatever
@@ -521,6 +549,20 @@ pub(crate) mod tests {
         }
         let bytes = serde_json::to_vec(&index_with(vec![entry(2), entry(1)])).unwrap();
         assert!(Index::parse(&bytes, "s", Path::new("i")).is_err());
+    }
+
+    #[test]
+    fn a_state_without_an_owner_still_parses_and_one_with_it_round_trips() {
+        let old: FileState =
+            serde_json::from_str(r#"{"exists": true, "sha256": null, "size": 3, "mode": 420}"#)
+                .unwrap();
+        assert_eq!((old.uid, old.gid), (None, None));
+        assert!(!serde_json::to_string(&old).unwrap().contains("uid"));
+        let owned = FileState::present("a".repeat(64), 3, 0o4755).with_owner(1234, 99);
+        let text = serde_json::to_string(&owned).unwrap();
+        assert!(text.contains(r#""uid":1234,"gid":99"#), "{text}");
+        assert_eq!(serde_json::from_str::<FileState>(&text).unwrap(), owned);
+        assert_eq!(owned.owner(), Some((1234, 99)));
     }
 
     #[test]

@@ -47,7 +47,10 @@
 //!   the change touches the workspace; a journal line is synced before its change
 //!   goes on, and a torn last line is ignored; the user's file is
 //!   replaced by a rename of a synced temporary, so it always holds one whole
-//!   version. A change whose process died half way is settled by the next process.
+//!   version. (A file with hard links is instead copied over in place from the
+//!   synced temporary, keeping its links; a crash during that copy can leave it
+//!   torn, and its entry and durable backup stay for a forced undo.) A change
+//!   whose process died half way is settled by the next process.
 //! - **Confinement.** Workspace files are reached only through a `cap-std`
 //!   capability on the workspace root. At restore time the root must be the same
 //!   directory (device and inode) and no component of the path may be a symbolic
@@ -117,7 +120,7 @@ pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,
 };
-pub use session::{Session, TrackedFile};
+pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
 pub use store::{Options, SessionSummary, Store};
 pub use turns::TurnSummary;

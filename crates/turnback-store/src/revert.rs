@@ -778,8 +778,20 @@ fn prepare<'a>(
     if actual != hash {
         return Err(corrupt_backup(session, &p.rel, hash, actual));
     }
+    new.keep_owner(owners_for(&p.target, parent));
     new.seal(p.target.mode)?;
     Ok(new)
+}
+
+/// Who a restored file should belong to: the owner recorded with its backup,
+/// else that of the file it replaces (else the process's, and then
+/// `NewContents::keep_owner` drops setuid and setgid).
+fn owners_for(target: &FileState, parent: &Parent) -> Vec<(u32, u32)> {
+    target
+        .owner()
+        .into_iter()
+        .chain(parent.target_owner())
+        .collect()
 }
 
 /// Puts the prepared contents in place, or deletes a file whose target is
@@ -822,7 +834,14 @@ fn remove_temps(p: &FilePlan) -> Result<()> {
 fn keep_current(session: &Session, p: &FilePlan) -> Result<FileState> {
     match p.now.sha256.as_deref() {
         None => Ok(FileState::absent()),
-        Some(hash) if session.blobs().exists(hash) => Ok(p.now.clone()),
+        Some(hash) if session.blobs().exists(hash) => {
+            // Only its owner is to be read, for a redo to give it back.
+            let ws = Workspace::reopen(&p.root)?;
+            Ok(match ws.open_regular(&p.rel)? {
+                Some(f) => p.now.clone().with_owner(f.owner.0, f.owner.1),
+                None => p.now.clone(),
+            })
+        }
         Some(_) => {
             let ws = Workspace::reopen(&p.root)?;
             session.back_up(&ws, &p.rel)
@@ -972,6 +991,7 @@ pub(crate) fn write_state(
     if actual != hash {
         return Err(corrupt_backup(session, rel, hash, actual));
     }
+    new.keep_owner(owners_for(state, &parent));
     new.seal(state.mode)?;
     new.replace_target()
 }

@@ -64,6 +64,42 @@ pub(crate) struct Draft {
     pub(crate) in_flight: Option<InFlight>,
 }
 
+/// What the caller says the new contents of a write will be
+/// ([`Session::write_expecting`]); each part given must match what arrives.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// The size in bytes.
+    pub size: Option<u64>,
+    /// The SHA-256 in hex (either case).
+    pub sha256: Option<String>,
+}
+
+impl Expected {
+    /// True when there is something to check.
+    pub fn is_set(&self) -> bool {
+        self.size.is_some() || self.sha256.is_some()
+    }
+
+    /// Compares what arrived for `path` with what was expected.
+    fn check(&self, path: &Path, sha256: &str, size: u64) -> Result<()> {
+        let size_ok = self.size.is_none_or(|n| n == size);
+        let hash_ok = self
+            .sha256
+            .as_deref()
+            .is_none_or(|h| h.eq_ignore_ascii_case(sha256));
+        if size_ok && hash_ok {
+            return Ok(());
+        }
+        Err(Error::ContentsMismatch {
+            path: path.to_owned(),
+            expected_size: self.size,
+            expected_sha256: self.sha256.as_ref().map(|h| h.to_ascii_lowercase()),
+            actual_size: size,
+            actual_sha256: sha256.to_owned(),
+        })
+    }
+}
+
 /// A file a session has entries for.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TrackedFile {
@@ -185,8 +221,24 @@ impl Session {
         &self,
         workspace: &Workspace,
         path: impl AsRef<Path>,
+        contents: impl Read,
+        message_id: &str,
+    ) -> Result<Entry> {
+        self.write_expecting(workspace, path, contents, message_id, &Expected::default())
+    }
+
+    /// [`Session::write`], refusing contents that are not what `expected` says
+    /// ([`Error::ContentsMismatch`]): a producer that dies half way ends its
+    /// output like any other, and only the caller knows what it meant to send.
+    /// On a mismatch the file is untouched and no entry or backup is made (so
+    /// with an expectation the backup starts only once the contents are in).
+    pub fn write_expecting(
+        &self,
+        workspace: &Workspace,
+        path: impl AsRef<Path>,
         mut contents: impl Read,
         message_id: &str,
+        expected: &Expected,
     ) -> Result<Entry> {
         let rel = workspace.resolve(path)?;
         let _lock = self.lock_file(workspace, &rel)?;
@@ -232,7 +284,33 @@ impl Session {
             },
         };
         let old_mode = old.as_ref().map(|f| f.mode);
+        let old_owner: Vec<(u32, u32)> = old.iter().map(|f| f.owner).collect();
         let known = early.as_ref().map(|e| e.before.clone());
+        let display = workspace.root().join(&rel);
+        let mut prepare = || {
+            NewContents::create(&parent, 0o666).and_then(|mut new| {
+                let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
+                expected.check(&display, &sha256, size)?;
+                // The file stays its owner's where the process may make it so;
+                // where not, it loses setuid and setgid.
+                new.keep_owner(old_owner.clone());
+                let mode = new.seal(old_mode)?;
+                Ok((new, FileState::present(sha256, size, mode)))
+            })
+        };
+        // With an expectation the contents are checked before the backup
+        // starts: a backup made for contents that then do not match could not
+        // be deleted safely (another writer may name the same blob by then).
+        let mut checked = None;
+        if expected.is_set() {
+            match prepare() {
+                Ok(prepared) => checked = Some(prepared),
+                Err(e) => {
+                    self.forget(workspace, &early_seqs, &parent.created);
+                    return Err(e);
+                }
+            }
+        }
         // Made here, not on the thread: a crash from now on leaves the session
         // there (empty at worst), however the threads interleave.
         if let Err(e) = self.ensure_dir() {
@@ -258,11 +336,10 @@ impl Session {
                     None => self.back_up_opened(old, tell),
                 }
             });
-            let prepared = NewContents::create(&parent, 0o666).and_then(|mut new| {
-                let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
-                let mode = new.seal(old_mode)?;
-                Ok((new, FileState::present(sha256, size, mode)))
-            });
+            let prepared = match checked.take() {
+                Some(prepared) => Ok(prepared),
+                None => prepare(),
+            };
             // No state: the backup failed, and says why when joined.
             let recorded = hashed_rx.recv().ok().map(|before| {
                 let (new, after) = prepared?;
@@ -543,13 +620,14 @@ impl Session {
                 Ok(FileState::absent())
             }
             Some(mut f) => {
-                let mode = f.mode;
+                let (mode, (uid, gid)) = (f.mode, f.owner);
+                let state = |h: String, n| FileState::present(h, n, mode).with_owner(uid, gid);
                 let (sha256, size) =
                     self.blobs
                         .store_file_then(&mut f.file, &f.display, |h, n| {
-                            hashed(&FileState::present(h.to_owned(), n, mode))
+                            hashed(&state(h.to_owned(), n))
                         })?;
-                Ok(FileState::present(sha256, size, mode))
+                Ok(state(sha256, size))
             }
         }
     }

@@ -298,9 +298,11 @@ impl Workspace {
             });
         }
         let mode = sys::file_mode(&file).map_err(Error::io("inspect", &parent.display))?;
+        let owner = sys::file_owner(&file).map_err(Error::io("inspect", &parent.display))?;
         Ok(Some(OpenFile {
             file,
             mode,
+            owner,
             display: parent.display,
         }))
     }
@@ -399,6 +401,8 @@ fn is_not_a_directory(e: &io::Error) -> bool {
 pub(crate) struct OpenFile {
     pub(crate) file: File,
     pub(crate) mode: u32,
+    /// User and group id.
+    pub(crate) owner: (u32, u32),
     pub(crate) display: PathBuf,
 }
 
@@ -469,6 +473,21 @@ impl Parent {
         }
     }
 
+    /// How many names the regular file at the name has now (0: none there).
+    pub(crate) fn target_links(&self) -> u64 {
+        match self.dir.symlink_metadata(&self.name) {
+            Ok(md) if md.is_file() => sys::links(&md),
+            _ => 0,
+        }
+    }
+
+    /// The owner (user and group id) of the regular file at the name now, if
+    /// there is one.
+    pub(crate) fn target_owner(&self) -> Option<(u32, u32)> {
+        let md = self.dir.symlink_metadata(&self.name).ok()?;
+        md.is_file().then(|| sys::owner(&md))
+    }
+
     /// Deletes the file (not following a link), then makes that durable.
     pub(crate) fn remove_target(&self) -> Result<()> {
         self.remove_target_reporting().map_err(|f| f.error)
@@ -503,6 +522,10 @@ impl Parent {
 pub(crate) struct NewContents<'p> {
     parent: &'p Parent,
     file: File,
+    /// The owners to give the file, best first ([`NewContents::keep_owner`]).
+    owners: Vec<(u32, u32)>,
+    /// The mode [`NewContents::seal`] was asked for, for a copy in place.
+    mode: Option<u32>,
     /// The name it has or will have in the directory.
     temp: String,
     linked: bool,
@@ -539,6 +562,8 @@ impl<'p> NewContents<'p> {
             return Ok(NewContents {
                 parent,
                 file,
+                owners: Vec::new(),
+                mode: None,
                 temp,
                 linked: false,
                 replaced: false,
@@ -551,6 +576,8 @@ impl<'p> NewContents<'p> {
         Ok(NewContents {
             parent,
             file,
+            owners: Vec::new(),
+            mode: None,
             temp,
             linked: true,
             replaced: false,
@@ -569,18 +596,33 @@ impl<'p> NewContents<'p> {
             CopyError::Read(e) => Error::io("read", source)(e),
             CopyError::Write(e) => Error::io("write a temporary beside", &self.parent.display)(e),
         })?;
+        // Zero blocks were skipped (holes kept): the length covers a last one.
+        writer
+            .finish()
+            .map_err(Error::io("write a temporary beside", &self.parent.display))?;
         crate::crash::point("ws-tmp-written");
         Ok(filled)
     }
 
-    /// Sets the mode (when given) and makes the contents durable; returns the
-    /// mode the file has.
+    /// The owners (user id, group id) the file should have, best first: the
+    /// first is the owner it is meant to have (its recorded one), the others
+    /// fallbacks for the group. [`NewContents::seal`] gives it the first it
+    /// may, and keeps setuid or setgid only if it got the first's user or
+    /// group. Without any (a new file, an owner not recorded) the file is the
+    /// process's and keeps neither bit.
+    pub(crate) fn keep_owner(&mut self, owners: Vec<(u32, u32)>) {
+        self.owners = owners;
+    }
+
+    /// Sets the owner (see [`NewContents::keep_owner`]) and the mode (when
+    /// given), and makes the contents durable; returns the mode the file has.
     pub(crate) fn seal(&mut self, mode: Option<u32>) -> Result<u32> {
+        self.mode = mode;
         let display = &self.parent.display;
-        if let Some(mode) = mode {
-            sys::set_file_mode(&self.file, mode)
-                .map_err(Error::io("set the mode of a temporary beside", display))?;
-        }
+        sys::set_owner_and_mode(&self.file, &self.owners, mode).map_err(Error::io(
+            "set the owner and mode of a temporary beside",
+            display,
+        ))?;
         self.file
             .sync_all()
             .map_err(Error::io("sync a temporary beside", display))?;
@@ -606,7 +648,13 @@ impl<'p> NewContents<'p> {
 
     /// [`NewContents::replace_target`], saying on failure whether the file was
     /// replaced already (only the directory sync failed).
+    ///
+    /// A file with more than one name (hard links) is not replaced but written
+    /// in place, so that every name sees the change ([`NewContents::overwrite_target`]).
     pub(crate) fn replace_target_reporting(mut self) -> Result<(), Failed> {
+        if self.parent.target_links() > 1 && self.overwrite_target()? {
+            return Ok(());
+        }
         self.link().map_err(Failed::untouched)?;
         let p = self.parent;
         p.dir
@@ -618,6 +666,80 @@ impl<'p> NewContents<'p> {
             .map_err(|e| Failed::visible(Error::io("sync directory of", &p.display)(e)))?;
         crate::crash::point("ws-dir-synced");
         Ok(())
+    }
+}
+
+impl NewContents<'_> {
+    /// Copies the contents over the file in place, keeping its inode (and so
+    /// every hard link to it): truncate, copy, sync. Weaker than the rename: a
+    /// crash or an error during the copy leaves the file torn, neither before
+    /// nor after (recovery then keeps the entry, and its backup is durable, so
+    /// a forced undo restores it). The contents were synced into the temporary
+    /// first, so bad input has been refused before the file is touched.
+    /// `Ok(false)`: the file may not be opened for writing (read-only to this
+    /// user, or a program running from it): replace it by rename instead.
+    fn overwrite_target(&mut self) -> Result<bool, Failed> {
+        use std::io::{Seek, Write};
+        let p = self.parent;
+        let display = &p.display;
+        let mut opts = OpenOptions::new();
+        opts.write(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(sys::nonblocking_read_flags());
+        let mut target = match p.dir.open_with(&p.name, &opts) {
+            Ok(f) => f.into_std(),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ExecutableFileBusy
+                ) =>
+            {
+                return Ok(false);
+            }
+            Err(e) => return Err(Failed::untouched(Error::io("open", display)(e))),
+        };
+        let md = target
+            .metadata()
+            .map_err(|e| Failed::untouched(Error::io("inspect", display)(e)))?;
+        if !md.is_file() {
+            return Err(Failed::untouched(Error::NotRegularFile {
+                path: display.clone(),
+                kind: "special file",
+            }));
+        }
+        self.file
+            .rewind()
+            .map_err(|e| Failed::untouched(Error::io("read a temporary beside", display)(e)))?;
+        let torn = |op| move |e| Failed::visible(Error::io(op, display)(e));
+        target.set_len(0).map_err(torn("truncate"))?;
+        let mut writer = sys::EarlyWriteback::new(&mut target);
+        let mut buf = vec![0u8; hash::BUF_SIZE];
+        loop {
+            let n = match self.file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(torn("read a temporary beside")(e)),
+            };
+            writer.write_all(&buf[..n]).map_err(torn("write"))?;
+        }
+        writer.finish().map_err(torn("write"))?;
+        // The inode keeps its owner and mode, unless a restore asks for others
+        // (as for a temporary); a user who may write but not chmod the file
+        // leaves them as the kernel made them.
+        let mode_now = sys::file_mode(&target).map_err(torn("inspect"))?;
+        let owner_now = sys::file_owner(&target).map_err(torn("inspect"))?;
+        if self.mode.is_some_and(|m| m != mode_now)
+            || self.owners.first().is_some_and(|o| *o != owner_now)
+        {
+            match sys::set_owner_and_mode(&target, &self.owners, self.mode) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
+                Err(e) => return Err(torn("set the mode of")(e)),
+            }
+        }
+        target.sync_all().map_err(torn("sync"))?;
+        Ok(true)
     }
 }
 

@@ -34,34 +34,94 @@ pub(crate) fn fsync_dir_path(path: &std::path::Path) -> io::Result<()> {
     File::open(path)?.sync_all()
 }
 
-/// A writer into a file that asks the kernel to start writing back every
-/// [`EarlyWriteback::CHUNK`] bytes as soon as they are in, so that the fsync
-/// at the end finds most of a large file on its way to the disk already (the
-/// disk works while the copy and the hashing go on). Linux starts that
-/// writeback for `POSIX_FADV_DONTNEED` on dirty pages (and drops the pages
-/// once clean: a backup or a file just written is not read back soon).
+/// A writer into an empty file that keeps holes, and asks the kernel to start
+/// writing back every [`EarlyWriteback::CHUNK`] bytes as soon as they are in.
+///
+/// Holes: a block of [`EarlyWriteback::BLOCK`] bytes at an aligned offset that
+/// is all zeros is skipped (the file reads zeros there anyway) instead of
+/// written, so a sparse file is not backed up and restored dense; the check
+/// stops at the first non-zero byte, so ordinary data costs next to nothing.
+/// [`EarlyWriteback::finish`] sets the length, which keeps a trailing hole.
+///
+/// Writeback: so that the fsync at the end finds most of a large file on its
+/// way to the disk already (the disk works while the copy and the hashing go
+/// on). Linux starts that writeback for `POSIX_FADV_DONTNEED` on dirty pages
+/// (and drops the pages once clean: a backup or a file just written is not read
+/// back soon).
 pub(crate) struct EarlyWriteback<'a> {
     file: &'a mut File,
+    /// Bytes passed through, written or skipped: the offset of the next byte.
     written: u64,
+    /// The end of the last bytes really written.
+    end: u64,
     started: u64,
 }
 
 impl<'a> EarlyWriteback<'a> {
     const CHUNK: u64 = 8 * 1024 * 1024;
+    /// The unit of a hole: the page and the usual filesystem block.
+    const BLOCK: usize = 4096;
 
+    /// A writer into `file`, which must be empty (a skipped block must read
+    /// as zeros); writes go to offsets from 0, whatever its cursor.
     pub(crate) fn new(file: &'a mut File) -> Self {
         EarlyWriteback {
             file,
             written: 0,
+            end: 0,
             started: 0,
         }
     }
+
+    /// Sets the file's length to every byte passed through: a skipped block at
+    /// the end is a hole the file must still cover.
+    pub(crate) fn finish(self) -> io::Result<()> {
+        if self.end < self.written {
+            self.file.set_len(self.written)?;
+        }
+        Ok(())
+    }
+
+    fn write_at(&mut self, data: &[u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file.write_all_at(data, self.written)?;
+        self.written += data.len() as u64;
+        self.end = self.written;
+        Ok(())
+    }
+}
+
+/// True when `block` holds only zeros; stops at the first one that is not.
+fn all_zero(block: &[u8]) -> bool {
+    let mut words = block.chunks_exact(16);
+    words.all(|w| u128::from_ne_bytes(w.try_into().expect("16 bytes")) == 0)
+        && words.remainder().iter().all(|&b| b == 0)
 }
 
 impl io::Write for EarlyWriteback<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.written += n as u64;
+        let block = Self::BLOCK;
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let offset = (self.written % block as u64) as usize;
+            if offset != 0 || rest.len() < block {
+                // Part of a block: up to the next boundary, written as it is.
+                let n = (block - offset).min(rest.len());
+                self.write_at(&rest[..n])?;
+                rest = &rest[n..];
+            } else if all_zero(&rest[..block]) {
+                self.written += block as u64;
+                rest = &rest[block..];
+            } else {
+                // A run of whole blocks with data, in one write.
+                let mut run = block;
+                while run + block <= rest.len() && !all_zero(&rest[run..run + block]) {
+                    run += block;
+                }
+                self.write_at(&rest[..run])?;
+                rest = &rest[run..];
+            }
+        }
         if self.written - self.started >= Self::CHUNK {
             let len = std::num::NonZeroU64::new(self.written - self.started);
             // Advice only: a filesystem that ignores it loses nothing.
@@ -69,7 +129,7 @@ impl io::Write for EarlyWriteback<'_> {
                 rustix::fs::fadvise(&*self.file, self.started, len, rustix::fs::Advice::DontNeed);
             self.started = self.written;
         }
-        Ok(n)
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -143,6 +203,76 @@ pub(crate) fn set_file_mode(file: &File, mode: u32) -> io::Result<()> {
     file.set_permissions(std::fs::Permissions::from_mode(mode))
 }
 
+/// The owner (user id, group id) of an open file.
+pub(crate) fn file_owner(file: &File) -> io::Result<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let md = file.metadata()?;
+    Ok((md.uid(), md.gid()))
+}
+
+/// How many names (hard links) the file of `md` has.
+pub(crate) fn links(md: &Metadata) -> u64 {
+    md.nlink()
+}
+
+/// The owner (user id, group id) in a file's metadata.
+pub(crate) fn owner(md: &Metadata) -> (u32, u32) {
+    (md.uid(), md.gid())
+}
+
+/// Gives `file` the owner `wanted[0]` where the process may, else keeps what
+/// it can, then sets `mode` without a setuid bit unless the file has that
+/// owner, and without setgid unless it has that group. Root may set any owner;
+/// another user only a group it belongs to: so after `wanted[0]` (user and
+/// group) each wanted group is tried alone, and a refusal (`EPERM`, `EINVAL`
+/// for an id with no mapping) leaves the process's. With nothing wanted (the
+/// owner is not known) neither bit is kept: a file must never become setuid
+/// to someone other than whoever made it so.
+///
+/// The owner goes first: a `chown` clears setuid and setgid, the mode then
+/// sets what is kept.
+pub(crate) fn set_owner_and_mode(
+    file: &File,
+    wanted: &[(u32, u32)],
+    mode: Option<u32>,
+) -> io::Result<()> {
+    use rustix::fs::{Gid, Uid};
+    use rustix::io::Errno;
+    // -1 means "leave as is" to chown: never an id to ask for.
+    let valid = |id: u32| id != u32::MAX;
+    if let Some(&(uid, gid)) = wanted.first()
+        && file_owner(file)? != (uid, gid)
+    {
+        let both = (valid(uid) && valid(gid)).then_some((Some(uid), gid));
+        let groups = wanted
+            .iter()
+            .filter(|w| valid(w.1))
+            .map(|&(_, g)| (None, g));
+        for (u, g) in both.into_iter().chain(groups) {
+            match rustix::fs::fchown(file, u.map(Uid::from_raw), Some(Gid::from_raw(g))) {
+                Ok(()) => break,
+                Err(e) if e == Errno::PERM || e == Errno::INVAL => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    if let Some(mut mode) = mode {
+        let (uid, gid) = file_owner(file)?;
+        let (want_uid, want_gid) = match wanted.first() {
+            Some(&(u, g)) => (Some(u), Some(g)),
+            None => (None, None),
+        };
+        if want_uid != Some(uid) {
+            mode &= !0o4000;
+        }
+        if want_gid != Some(gid) {
+            mode &= !0o2000;
+        }
+        set_file_mode(file, mode)?;
+    }
+    Ok(())
+}
+
 /// What a non-regular file is, in words for an error.
 pub(crate) fn kind_of(md: &Metadata) -> &'static str {
     use cap_std::fs::FileTypeExt;
@@ -187,5 +317,54 @@ mod tests {
         let mut back = Vec::new();
         file.read_to_end(&mut back).unwrap();
         assert!(back == data, "the bytes changed on the way");
+    }
+
+    #[test]
+    fn setuid_and_setgid_stay_only_with_the_owner_they_were_meant_for() {
+        let file = tempfile::tempfile().unwrap();
+        let me = file_owner(&file).unwrap();
+        set_owner_and_mode(&file, &[me], Some(0o6755)).unwrap();
+        assert_eq!(file_mode(&file).unwrap(), 0o6755, "its own owner: kept");
+        set_owner_and_mode(&file, &[], Some(0o6755)).unwrap();
+        assert_eq!(file_mode(&file).unwrap(), 0o755, "no owner known: dropped");
+        // Another group than the file's: setgid goes unless it could be had.
+        let other = (me.0, me.1.wrapping_add(4321));
+        set_owner_and_mode(&file, &[other], Some(0o6755)).unwrap();
+        let got = file_owner(&file).unwrap();
+        let want = if got == other { 0o6755 } else { 0o4755 };
+        assert_eq!(file_mode(&file).unwrap(), want, "{got:?}");
+    }
+
+    #[test]
+    fn zero_blocks_become_holes_and_every_byte_reads_back() {
+        use std::os::unix::fs::MetadataExt;
+        let block = EarlyWriteback::BLOCK;
+        // Zeros that fill aligned blocks (skipped), zeros that do not (written),
+        // data, and a trailing run of zero blocks (a hole the length covers).
+        let mut data = vec![0u8; 64 * block];
+        data[3 * block + 17] = 1;
+        data[10 * block..12 * block].fill(7);
+        data[20 * block - 1] = 9;
+        data[30 * block..30 * block + 5].copy_from_slice(b"hello");
+        for piece in [1, 1000, block, block + 3, 256 * 1024] {
+            let mut file = tempfile::tempfile().unwrap();
+            let mut w = EarlyWriteback::new(&mut file);
+            for chunk in data.chunks(piece) {
+                w.write_all(chunk).unwrap();
+            }
+            w.finish().unwrap();
+            assert_eq!(file.metadata().unwrap().len(), data.len() as u64);
+            let mut back = Vec::new();
+            file.rewind().unwrap();
+            file.read_to_end(&mut back).unwrap();
+            assert!(back == data, "pieces of {piece}: the bytes changed");
+            if piece >= block && piece % block == 0 {
+                let allocated = file.metadata().unwrap().blocks() * 512;
+                assert!(
+                    allocated <= 16 * block as u64,
+                    "pieces of {piece}: {allocated} bytes allocated"
+                );
+            }
+        }
     }
 }

@@ -1,0 +1,68 @@
+//! Platform code of the command line, kept apart as the store keeps its own:
+//! what standard input is, before `turnback write` takes it as a file's new
+//! contents.
+
+/// Why standard input cannot be the new contents of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StdinProblem {
+    /// It was closed when turnback started (`turnback write F <&-`). Rust's
+    /// runtime opens `/dev/null` in its place before `main`, so it would read
+    /// as empty and empty the file.
+    Closed,
+    /// It is open, but not for reading (`0>file`).
+    NotReadable,
+    /// A terminal: the contents would be whatever a person types.
+    Terminal,
+}
+
+/// What is wrong with standard input as a file's contents, if anything.
+pub(crate) fn stdin_problem() -> Option<StdinProblem> {
+    imp::stdin_problem()
+}
+
+#[cfg(unix)]
+mod imp {
+    use std::io::IsTerminal;
+    use std::os::fd::AsFd;
+
+    use rustix::fs::{FileType, OFlags};
+
+    use super::StdinProblem;
+
+    pub(super) fn stdin_problem() -> Option<StdinProblem> {
+        let stdin = std::io::stdin();
+        let fd = stdin.as_fd();
+        let (Ok(st), Ok(flags)) = (rustix::fs::fstat(fd), rustix::fs::fcntl_getfl(fd)) else {
+            // Not even an open descriptor: a runtime that does not reopen it.
+            return Some(StdinProblem::Closed);
+        };
+        let access = flags & OFlags::RWMODE;
+        // What the runtime put there is `/dev/null` opened read-write; a
+        // person's `< /dev/null` is read-only and stays an empty file.
+        let is_null = || {
+            FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
+                && rustix::fs::stat("/dev/null").is_ok_and(|null| null.st_rdev == st.st_rdev)
+        };
+        if access == OFlags::RDWR && is_null() {
+            return Some(StdinProblem::Closed);
+        }
+        if access == OFlags::WRONLY {
+            return Some(StdinProblem::NotReadable);
+        }
+        stdin.is_terminal().then_some(StdinProblem::Terminal)
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    use std::io::IsTerminal;
+
+    use super::StdinProblem;
+
+    /// Elsewhere only a terminal is told apart.
+    pub(super) fn stdin_problem() -> Option<StdinProblem> {
+        std::io::stdin()
+            .is_terminal()
+            .then_some(StdinProblem::Terminal)
+    }
+}
