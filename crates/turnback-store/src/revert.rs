@@ -594,7 +594,8 @@ struct Applied<'p> {
 const CHUNK: usize = 64;
 
 /// Restores the files of `plans` in order, writing the revert down
-/// ([`marker`]) before any temporary is made. Chunk by chunk, every file's
+/// ([`marker`]) before any temporary gets a name and before any file is
+/// replaced. Chunk by chunk, every file's
 /// new contents are made and verified first; then (with `keep`) what each
 /// file holds is backed up and the marker rewritten with it, so that a
 /// replacement is backed up only once it is known good and recovery can put
