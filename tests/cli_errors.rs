@@ -523,9 +523,11 @@ fn undo_with_nothing_left_to_undo() {
     let env = two_changes();
     ok(&env, Some("s"), &["undo"], None);
     ok(&env, Some("s"), &["undo"], None);
-    // A session on disk with no entries (every session has its lock file).
+    // A session on disk with no entries (every session has its lock and live
+    // files).
     std::fs::create_dir_all(env.home.path().join("sessions/empty")).unwrap();
     std::fs::write(env.home.path().join("sessions/empty/lock"), b"").unwrap();
+    std::fs::write(env.home.path().join("sessions/empty/live"), b"").unwrap();
     for id in ["s", "empty"] {
         let names = format!("session {id:?} has nothing to undo");
         check_error(

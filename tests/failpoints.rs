@@ -94,6 +94,14 @@ const SCENARIOS: &[Scenario] = &[
             ("c.txt", &[Some(b"c1\n"), None]),
         ],
     },
+    Scenario {
+        name: "prune of a store whose one session is kept",
+        initial: &[("f.txt", b"v1\n")],
+        setup: &[("f.txt", Some(b"v2\n"))],
+        args: &["prune"],
+        stdin: b"",
+        versions: &[("f.txt", &[Some(b"v2\n")])],
+    },
 ];
 
 /// Sets the scenario up; returns the env and the workspace as it began.

@@ -32,3 +32,5 @@ mod catalogue;
 mod model;
 // Symlink races and many processes at once.
 mod races;
+// The store's trust boundary: prune against live writers, a store others can write, private backups, scope.
+mod store_trust;

@@ -149,6 +149,15 @@ pub(crate) fn try_acquire_as(path: &Path, mode: Mode) -> io::Result<Option<LockG
     Ok(try_take(&file, mode)?.then_some(LockGuard { file }))
 }
 
+impl LockGuard {
+    /// True when the locked file is still the one at `path`: a lock taken on a
+    /// file that was renamed away meanwhile (with its directory) protects
+    /// nothing at `path`.
+    pub(crate) fn is_at(&self, path: &Path) -> bool {
+        crate::sys::is_at(&self.file, path)
+    }
+}
+
 fn read_holder(path: &Path) -> Option<String> {
     let mut s = String::new();
     File::open(path)

@@ -4,8 +4,10 @@
 //! Every change to the index happens under the session's exclusive lock, on the
 //! index as on disk under that lock: another process may have changed it, so the
 //! handle's cached copy is brought up to date (`journal.rs`) at every
-//! acquisition, never trusted across them. A handle holds no open file, so it is
-//! `Send + Sync` and threads exclude each other exactly as processes do.
+//! acquisition, never trusted across them. A handle opens the lock file anew
+//! for every operation, so it is `Send + Sync` and threads exclude each other
+//! exactly as processes do. The one file it keeps open is `live`, locked
+//! shared while the handle lives, which keeps prune away (`retention.rs`).
 //!
 //! A protected write, and what a crash after each step leaves (`docs/FORMAT.md`
 //! has the full table):
@@ -43,7 +45,9 @@ use crate::store::Store;
 use crate::workspace::{NewContents, OpenFile, Workspace};
 
 /// One session of a store. Cheap to clone (clones share one cache of the
-/// index); holds no open file.
+/// index and one hold on the session). While the session's directory exists,
+/// a handle holds one open file: a shared lock on `live`, which tells
+/// [`Store::prune`] that the session is in use.
 #[derive(Debug, Clone)]
 pub struct Session {
     store: Store,
@@ -53,7 +57,16 @@ pub struct Session {
     /// The index as this process last read it under the lock; brought up to
     /// date (usually by reading a few journal lines) at every acquisition.
     cache: Arc<Mutex<Option<Loaded>>>,
+    /// The shared lock on `<dir>/live`, taken at open if the directory exists,
+    /// else when the first change makes it; released when the last clone goes.
+    live: Arc<Mutex<Option<LockGuard>>>,
 }
+
+/// The file in a session's directory that every handle using the directory
+/// holds a shared lock on, and prune an exclusive one while it removes the
+/// session: a session some live process has open is never removed. Never
+/// replaced or deleted while the session exists.
+pub(crate) const LIVE_FILE: &str = "live";
 
 /// An entry about to be recorded.
 pub(crate) struct Draft {
@@ -82,7 +95,9 @@ impl Session {
             dir,
             blobs,
             cache: Arc::new(Mutex::new(None)),
+            live: Arc::new(Mutex::new(None)),
         };
+        session.hold_live(false)?;
         // Settle what a dead writer or revert left half done, so that a session
         // that opens leaves no stray temporary in a workspace.
         if crate::revert::has_marker(&session.dir) || session.view(|s| !s.in_flight().is_empty())? {
@@ -265,6 +280,7 @@ impl Session {
             });
             // No state: the backup failed, and says why when joined.
             let recorded = hashed_rx.recv().ok().map(|before| {
+                crate::crash::point("backup-known");
                 let (new, after) = prepared?;
                 let in_flight = InFlight {
                     temp: Some(new.temp_name().to_owned()),
@@ -624,17 +640,63 @@ impl Session {
         self.view(|s| s.index().clone())
     }
 
-    /// Creates the session's directory with its first change, durably.
+    /// Creates the session's directory with its first change, durably, and
+    /// holds it (see [`Session::hold_live`]).
     fn ensure_dir(&self) -> Result<()> {
-        if self.dir.is_dir() {
-            return Ok(());
-        }
+        self.hold_live(true)
+    }
+
+    fn make_dir(&self) -> Result<()> {
         std::fs::create_dir_all(&self.dir)
             .map_err(Error::io("create session directory", &self.dir))?;
         let sessions = self.store.sessions_dir();
         crate::sys::fsync_dir_path(&sessions).map_err(Error::io("sync directory", &sessions))?;
         crate::sys::fsync_dir_path(self.store.home())
             .map_err(Error::io("sync directory", self.store.home()))
+    }
+
+    /// Takes this handle's shared lock on the session's `live` file, once: a
+    /// prune that wants to remove the session must lock it exclusively first,
+    /// so it never removes a directory some handle is using (a writer between
+    /// storing its backup and recording its entry, say). Without the
+    /// directory, nothing is held, unless `create` makes it. A lock that turns
+    /// out to be on a file no longer at its path belongs to a session a prune
+    /// renamed away meanwhile: the directory is made again (with `create`).
+    fn hold_live(&self, create: bool) -> Result<()> {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if live.is_some() {
+            return Ok(());
+        }
+        let path = self.dir.join(LIVE_FILE);
+        let timeout = self.store.options().session_lock_timeout;
+        for _ in 0..8 {
+            if !self.dir.is_dir() {
+                if !create {
+                    return Ok(());
+                }
+                self.make_dir()?;
+            }
+            match lock::acquire(&path, Mode::Shared, timeout, None) {
+                Ok(guard) if guard.is_at(&path) => {
+                    *live = Some(guard);
+                    return Ok(());
+                }
+                // Renamed away (by a prune) between the look and the lock.
+                Ok(_) => continue,
+                Err(LockError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(LockError::TimedOut { waited, .. }) => {
+                    return Err(Error::SessionBusy {
+                        session: self.id.clone(),
+                        waited,
+                    });
+                }
+                Err(LockError::Io(e)) => return Err(Error::io("lock", &path)(e)),
+            }
+        }
+        Err(Error::SessionBusy {
+            session: self.id.clone(),
+            waited: std::time::Duration::ZERO,
+        })
     }
 
     /// Read-modify-write of the index under the exclusive lock. In-flight entries

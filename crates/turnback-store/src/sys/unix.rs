@@ -128,6 +128,27 @@ pub(crate) fn link_tmpfile(file: &File, dir: &Dir, name: &str) -> io::Result<()>
     Ok(())
 }
 
+/// True when the open `file` is the file at `path` now (same device and
+/// inode; the path's last component is not followed): false once the file was
+/// renamed away or replaced, or the path is gone.
+pub(crate) fn is_at(file: &File, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Device, inode, size and modification time (seconds, nanoseconds): what
+/// tells one version of a store file from another without reading it.
+pub(crate) type FileVersion = (u64, u64, u64, i64, i64);
+
+/// The [`FileVersion`] of a file's metadata.
+pub(crate) fn version_of(md: &std::fs::Metadata) -> FileVersion {
+    use std::os::unix::fs::MetadataExt;
+    (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec())
+}
+
 /// Device and inode: what makes a directory the same directory.
 pub(crate) fn identity(md: &Metadata) -> (u64, u64) {
     (md.dev(), md.ino())

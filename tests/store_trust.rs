@@ -1,0 +1,231 @@
+//! The store's trust boundary (issue 10): prune never takes a session that a
+//! write just used or is using; a store planted or loosened by someone else is
+//! refused; backups are private; a person's undo stays in their directory.
+//! Real processes wherever the defect needs two of them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::util::{Env, read};
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/// Runs `cmd` to the end with `stdin` as its standard input.
+fn run(mut cmd: Command, stdin: &[u8]) -> Output {
+    let mut child = spawn(&mut cmd);
+    feed(&mut child, stdin);
+    child.wait_with_output().expect("wait for turnback")
+}
+
+/// Starts `cmd` with piped standard input, output and errors.
+fn spawn(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn turnback")
+}
+
+/// Writes `bytes` to the child's standard input and closes it.
+fn feed(child: &mut Child, bytes: &[u8]) {
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(bytes).expect("write stdin");
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `turnback ARGS` in `env`'s workspace, as `session` when given.
+fn tb(env: &Env, session: Option<&str>, args: &[&str]) -> Command {
+    let mut c = env.cmd(session);
+    c.args(args);
+    c
+}
+
+/// `turnback ARGS` in `env`'s workspace (as `session`, when given), `stdin`
+/// as its input; must succeed.
+fn ok(env: &Env, session: Option<&str>, args: &[&str], stdin: &[u8]) -> Output {
+    let out = run(tb(env, session, args), stdin);
+    assert!(
+        out.status.success(),
+        "turnback {}: {}",
+        args.join(" "),
+        stderr(&out)
+    );
+    out
+}
+
+/// Makes session `id`'s files look last changed `days` ago.
+fn age(dir: &Path, days: u64) {
+    let t = SystemTime::now() - Duration::from_secs(days * 24 * 3600);
+    for p in [dir.join("index.json"), dir.join("journal.jsonl")] {
+        if let Ok(f) = std::fs::File::open(&p) {
+            f.set_modified(t).unwrap();
+        }
+    }
+}
+
+/// `n` sessions `old-000`, `old-001`, ... each with one write of its own file,
+/// all older than the default retention; `old-000` the oldest. The default
+/// prune keeps 20 of them.
+fn old_sessions(env: &Env, n: usize) -> Vec<String> {
+    let store = env.store();
+    let ws = env.workspace();
+    let ids: Vec<String> = (0..n).map(|i| format!("old-{i:03}")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let s = store.session(id).unwrap();
+        std::fs::write(env.path(&format!("f-{i}")), format!("first {i}\n")).unwrap();
+        s.write(
+            &ws,
+            format!("f-{i}"),
+            format!("second {i}\n").as_bytes(),
+            "m",
+        )
+        .unwrap();
+        age(s.dir(), 400 - i as u64);
+    }
+    ids
+}
+
+fn session_dir(env: &Env, id: &str) -> PathBuf {
+    env.home.path().join("sessions").join(id)
+}
+
+/// Waits until `cond` holds, at most `limit`.
+fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    cond()
+}
+
+// ---------------------------------------------------------------------------
+// Item 2: prune and a write at the same time
+
+/// Window (a): prune has decided which sessions are old, then a write to the
+/// oldest runs to completion, then prune removes. The write must stay
+/// undoable: the session changed since prune looked at it, so it is kept.
+#[test]
+fn prune_keeps_a_session_written_after_it_listed_the_sessions() {
+    let env = Env::new();
+    let ids = old_sessions(&env, 22);
+    let oldest = &ids[0];
+    let mut prune = env.cmd(None);
+    prune
+        .args(["prune"])
+        .env("FAILPOINTS", "prune-listed=sleep(1500)");
+    let mut prune = spawn(&mut prune);
+    drop(prune.stdin.take());
+    // Prune lists 22 sessions in well under this, then waits at the point.
+    std::thread::sleep(Duration::from_millis(400));
+    ok(
+        &env,
+        Some(oldest),
+        &["write", "f-0", "-m", "late"],
+        b"third 0\n",
+    );
+    assert!(
+        prune.try_wait().unwrap().is_none(),
+        "prune ended before the write did: the window was not hit"
+    );
+    let pruned = prune.wait_with_output().unwrap();
+    assert!(pruned.status.success(), "prune: {}", stderr(&pruned));
+    assert!(
+        session_dir(&env, oldest).is_dir(),
+        "prune removed the session a write had just changed"
+    );
+    ok(&env, Some(oldest), &["undo"], b"");
+    assert_eq!(read(env.path("f-0")), b"second 0\n");
+}
+
+/// Window (b): a writer has stored its backup but not yet recorded its entry
+/// when prune runs from start to end. The session and the backup must still
+/// be there afterwards, and undo must bring the old contents back.
+#[test]
+fn prune_keeps_a_session_whose_writer_is_between_its_backup_and_its_entry() {
+    let env = Env::new();
+    let ids = old_sessions(&env, 22);
+    let oldest = &ids[0];
+    let blobs = session_dir(&env, oldest).join("blobs");
+    let blob_count = || {
+        std::fs::read_dir(&blobs)
+            .map(|r| {
+                r.flatten()
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let before = blob_count();
+    let mut writer = env.cmd(Some(oldest));
+    writer
+        .args(["write", "f-0", "-m", "late"])
+        .env("FAILPOINTS", "backup-known=sleep(1500)");
+    let mut writer = spawn(&mut writer);
+    feed(&mut writer, b"third 0\n");
+    assert!(
+        wait_until(Duration::from_secs(5), || blob_count() > before),
+        "the writer never stored its backup"
+    );
+    let pruned = ok(&env, None, &["prune"], b"");
+    assert!(
+        writer.try_wait().unwrap().is_none(),
+        "the writer ended before prune did: the window was not hit ({})",
+        String::from_utf8_lossy(&pruned.stdout)
+    );
+    let written = writer.wait_with_output().unwrap();
+    assert!(written.status.success(), "write: {}", stderr(&written));
+    assert_eq!(read(env.path("f-0")), b"third 0\n");
+    let undo = run(tb(&env, Some(oldest), &["undo"]), b"");
+    assert!(
+        undo.status.success(),
+        "the write cannot be undone: {}",
+        stderr(&undo)
+    );
+    assert_eq!(read(env.path("f-0")), b"second 0\n");
+}
+
+/// The shape of the issue: 150 sessions past retention, a prune and writes to
+/// the oldest ones at the same time. Every write that succeeded stays undoable.
+#[test]
+fn prune_among_many_old_sessions_loses_no_concurrent_write() {
+    let env = Env::new();
+    let ids = old_sessions(&env, 150);
+    let mut prune = env.cmd(None);
+    prune.args(["prune"]);
+    let mut prune = spawn(&mut prune);
+    drop(prune.stdin.take());
+    let mut written = Vec::new();
+    for (i, id) in ids.iter().enumerate().take(6) {
+        let mut c = env.cmd(Some(id));
+        c.args(["write", &format!("f-{i}"), "-m", "late"]);
+        let out = run(c, format!("third {i}\n").as_bytes());
+        if out.status.success() {
+            written.push(i);
+        }
+    }
+    let pruned = prune.wait_with_output().unwrap();
+    assert!(pruned.status.success(), "prune: {}", stderr(&pruned));
+    assert!(!written.is_empty(), "no write succeeded");
+    for i in written {
+        let id = &ids[i];
+        let undo = run(tb(&env, Some(id), &["undo"]), b"");
+        assert!(
+            undo.status.success(),
+            "the write to {id} cannot be undone: {}",
+            stderr(&undo)
+        );
+        assert_eq!(
+            read(env.path(&format!("f-{i}"))),
+            format!("second {i}\n").as_bytes()
+        );
+    }
+}
