@@ -87,32 +87,49 @@ impl Context {
         Ok(self.store.session(id)?)
     }
 
-    /// The session a person means: the named one, else the newest session whose
-    /// workspace holds the current one.
+    /// The session a person means: the named one, else the one with the
+    /// newest change to a file under the workspace directory (a session
+    /// rooted in a parent directory that changed only a sibling's files is not
+    /// one).
     pub(crate) fn person_session(&self) -> Result<Session, CliError> {
         if let Some(id) = &self.session {
             return Ok(self.store.open_session(id)?);
         }
         let ws = self.workspace()?;
-        let newest = self
-            .store
-            .sessions()?
-            .into_iter()
-            .rfind(|s| s.workspaces.iter().any(|w| ws.root().starts_with(w)));
-        match newest {
-            Some(s) => {
+        match self.store.latest_session_under(ws.root())? {
+            Some(id) => {
                 self.note(&format!(
-                    "using session {} (the newest with changes in {})",
-                    s.id,
+                    "using session {id} (the newest with changes in {})",
                     ws.root().display()
                 ));
-                Ok(self.store.open_session(&s.id)?)
+                Ok(self.store.open_session(&id)?)
             }
             None => Err(CliError::new(
                 format!("no session has changes in {}", ws.root().display()),
                 Some("pass --session ID; `turnback sessions` lists them".into()),
             )
             .kind("no-session")),
+        }
+    }
+
+    /// The session `redo` puts back: the named one, else the one whose undo,
+    /// revert or rewind of a file under the workspace directory was the last,
+    /// else (none has one) the one a person means, which then has nothing to
+    /// redo.
+    pub(crate) fn redo_session(&self) -> Result<Session, CliError> {
+        if self.session.is_some() {
+            return self.person_session();
+        }
+        let ws = self.workspace()?;
+        match self.store.latest_redo_session_under(ws.root())? {
+            Some(id) => {
+                self.note(&format!(
+                    "using session {id} (the last to undo, revert or rewind in {})",
+                    ws.root().display()
+                ));
+                Ok(self.store.open_session(&id)?)
+            }
+            None => self.person_session(),
         }
     }
 

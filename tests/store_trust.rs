@@ -121,11 +121,12 @@ fn prune_keeps_a_session_written_after_it_listed_the_sessions() {
     let mut prune = env.cmd(None);
     prune
         .args(["prune"])
-        .env("FAILPOINTS", "prune-listed=sleep(1500)");
+        .env("FAILPOINTS", "prune-listed=sleep(4000)");
     let mut prune = spawn(&mut prune);
     drop(prune.stdin.take());
-    // Prune lists 22 sessions in well under this, then waits at the point.
-    std::thread::sleep(Duration::from_millis(400));
+    // Prune lists 22 sessions in well under this (even on a loaded machine),
+    // then waits at the point.
+    std::thread::sleep(Duration::from_millis(700));
     ok(
         &env,
         Some(oldest),
@@ -168,7 +169,7 @@ fn prune_keeps_a_session_whose_writer_is_between_its_backup_and_its_entry() {
     let mut writer = env.cmd(Some(oldest));
     writer
         .args(["write", "f-0", "-m", "late"])
-        .env("FAILPOINTS", "backup-known=sleep(1500)");
+        .env("FAILPOINTS", "backup-known=sleep(3000)");
     let mut writer = spawn(&mut writer);
     feed(&mut writer, b"third 0\n");
     assert!(
@@ -228,4 +229,177 @@ fn prune_among_many_old_sessions_loses_no_concurrent_write() {
             format!("second {i}\n").as_bytes()
         );
     }
+}
+
+// ---------------------------------------------------------------------------
+// Item 7 and decide-item (d): which session a person means in a directory
+
+/// `turnback ARGS` run in `dir`, as `session` when given.
+fn tb_in(env: &Env, dir: &Path, session: Option<&str>, args: &[&str]) -> Command {
+    let mut c = tb(env, session, args);
+    c.current_dir(dir);
+    c
+}
+
+/// A parent directory (the workspace of `env`) holding `projA` and `projB`,
+/// each with one file.
+fn two_projects(env: &Env) -> (PathBuf, PathBuf) {
+    let a = env.path("projA");
+    let b = env.path("projB");
+    for (dir, name) in [(&a, "a"), (&b, "b")] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(name), format!("{name} as it was\n")).unwrap();
+    }
+    (a, b)
+}
+
+/// A session working in the parent changed only `projB/b`; a person runs
+/// `turnback undo` in `projA`. It must not touch `projB/b`: nothing changed
+/// under `projA`, so there is no session to undo there.
+#[test]
+fn undo_in_a_subproject_does_not_revert_a_siblings_file() {
+    let env = Env::new();
+    let (proj_a, proj_b) = two_projects(&env);
+    ok(
+        &env,
+        Some("parent"),
+        &["write", "projB/b", "-m", "p1"],
+        b"b by the agent\n",
+    );
+    let undo = run(tb_in(&env, &proj_a, None, &["--json", "undo"]), b"");
+    assert_eq!(
+        read(proj_b.join("b")),
+        b"b by the agent\n",
+        "projB/b was reverted"
+    );
+    assert_eq!(undo.status.code(), Some(1), "{}", stderr(&undo));
+    assert!(
+        stderr(&undo).contains("\"no-session\""),
+        "{}",
+        stderr(&undo)
+    );
+}
+
+/// The same, with a session of `projA`'s own that changed `projA/a` before the
+/// parent's session changed `projB/b`: undo in `projA` takes back `projA/a`.
+#[test]
+fn undo_in_a_subproject_picks_the_session_that_changed_a_file_there() {
+    let env = Env::new();
+    let (proj_a, proj_b) = two_projects(&env);
+    let w = tb_in(&env, &proj_a, Some("own"), &["write", "a", "-m", "a1"]);
+    let out = run(w, b"a by the agent\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::thread::sleep(Duration::from_millis(20));
+    ok(
+        &env,
+        Some("parent"),
+        &["write", "projB/b", "-m", "p1"],
+        b"b by the agent\n",
+    );
+    let undo = run(tb_in(&env, &proj_a, None, &["undo"]), b"");
+    assert!(undo.status.success(), "{}", stderr(&undo));
+    assert!(
+        stderr(&undo).contains("using session own"),
+        "{}",
+        stderr(&undo)
+    );
+    assert_eq!(
+        read(proj_b.join("b")),
+        b"b by the agent\n",
+        "projB/b was reverted"
+    );
+    assert_eq!(read(proj_a.join("a")), b"a as it was\n");
+}
+
+/// Decide-item (d): `redo` without `--session` takes back the newest undo of
+/// a change in this directory, whichever session made it, even when another
+/// session changed something more recently.
+#[test]
+fn redo_picks_the_session_whose_undo_was_last() {
+    let env = Env::new();
+    std::fs::write(env.path("a.txt"), "a0\n").unwrap();
+    std::fs::write(env.path("b.txt"), "b0\n").unwrap();
+    let pause = || std::thread::sleep(Duration::from_millis(20));
+    ok(&env, Some("A"), &["write", "a.txt", "-m", "a1"], b"a1\n");
+    pause();
+    ok(&env, Some("B"), &["write", "b.txt", "-m", "b1"], b"b1\n");
+    pause();
+    ok(&env, Some("B"), &["undo"], b"");
+    pause();
+    ok(&env, Some("A"), &["undo"], b"");
+    pause();
+    // B changes something after A's undo: B has the newest change, A the
+    // newest undo.
+    ok(&env, Some("B"), &["write", "c.txt", "-m", "b2"], b"c\n");
+    let redo = ok(&env, None, &["redo"], b"");
+    assert!(
+        stderr(&redo).contains("using session A"),
+        "{}",
+        stderr(&redo)
+    );
+    assert_eq!(read(env.path("a.txt")), b"a1\n", "A's undo was not redone");
+    assert_eq!(read(env.path("b.txt")), b"b0\n", "B's undo was redone");
+    // Now B's undo is the only one left to redo: the next redo takes it.
+    let redo = ok(&env, None, &["redo"], b"");
+    assert!(
+        stderr(&redo).contains("using session B"),
+        "{}",
+        stderr(&redo)
+    );
+    assert_eq!(read(env.path("b.txt")), b"b1\n");
+}
+
+/// Plants session `id` by hand, as someone who can write the store could:
+/// one entry, the removal of `rel` under the workspace root `root`, whose
+/// undo would write `contents` back there (the backup is planted too).
+fn plant_session(env: &Env, id: &str, root: &Path, rel: &str, contents: &[u8]) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let dir = session_dir(env, id);
+    std::fs::create_dir_all(dir.join("blobs")).unwrap();
+    let hash = crate::util::sha256_hex(contents);
+    std::fs::write(dir.join("blobs").join(&hash), contents).unwrap();
+    for f in ["lock", "live"] {
+        std::fs::write(dir.join(f), b"").unwrap();
+    }
+    let md = std::fs::metadata(root).unwrap();
+    let index = serde_json::json!({
+        "format": 3, "session": id, "journal": 0, "next_seq": 2,
+        "entries": [{
+            "seq": 1, "message_id": "planted",
+            "workspace": { "path": root, "dev": md.dev(), "ino": md.ino() },
+            "path": rel, "version": 1, "time": "2099-01-01T00:00:00Z",
+            "before": { "exists": true, "sha256": hash, "size": contents.len(), "mode": 0o644 },
+            "after": { "exists": false, "sha256": null, "size": 0, "mode": null },
+        }],
+    });
+    std::fs::write(dir.join("index.json"), index.to_string()).unwrap();
+    dir
+}
+
+/// A session planted with the workspace root `/` and the removal of a file in
+/// `/tmp`: `turnback undo` run in an unrelated workspace must not pick it (it
+/// changed nothing there) and creates nothing.
+#[test]
+fn undo_in_a_workspace_does_not_pick_a_planted_session_rooted_at_slash() {
+    let env = Env::new();
+    let name = format!("turnback-planted-{}", std::process::id());
+    let outside = Path::new("/tmp").join(&name);
+    let _ = std::fs::remove_file(&outside);
+    plant_session(
+        &env,
+        "planted",
+        Path::new("/"),
+        &format!("tmp/{name}"),
+        b"planted\n",
+    );
+    let undo = run(tb(&env, None, &["--json", "undo"]), b"");
+    let created = outside.exists();
+    let _ = std::fs::remove_file(&outside);
+    assert!(!created, "undo created {}", outside.display());
+    assert_eq!(undo.status.code(), Some(1), "{}", stderr(&undo));
+    assert!(
+        stderr(&undo).contains("\"no-session\""),
+        "{}",
+        stderr(&undo)
+    );
 }

@@ -202,6 +202,65 @@ impl Store {
         Ok(newest.map(|(id, _)| id))
     }
 
+    /// The session a person working in `dir` most likely means: the one whose
+    /// newest change to a file under `dir` (an entry in effect, or one an
+    /// undo, revert or rewind took back, which redo can put back) is the
+    /// newest of all, by its time or that revert's. A session whose workspace
+    /// merely contains `dir` (a parent directory) but changed nothing under it
+    /// is not one. What `turnback undo`, `rewind`, `log` and `diff` use when no
+    /// session is named. Sessions whose index cannot be read are skipped.
+    pub fn latest_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
+        let dir = dir.as_ref();
+        self.newest_session_by(|idx| {
+            let in_effect = idx
+                .entries
+                .iter()
+                .filter(|e| e.absolute_path().starts_with(dir))
+                .map(|e| e.time);
+            let taken_back = idx
+                .history
+                .iter()
+                .filter(|r| touches_under(r, dir))
+                .map(|r| r.time);
+            in_effect.chain(taken_back).max()
+        })
+    }
+
+    /// The session whose newest undo, revert or rewind of a file under `dir`
+    /// is the newest of all (by the record's time): what `turnback redo` takes
+    /// back when no session is named. Sessions whose index cannot be read are
+    /// skipped.
+    pub fn latest_redo_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
+        let dir = dir.as_ref();
+        self.newest_session_by(|idx| {
+            idx.history
+                .iter()
+                .filter(|r| touches_under(r, dir))
+                .map(|r| r.time)
+                .max()
+        })
+    }
+
+    /// The session for which `when` gives the newest time (ties: the larger
+    /// id), among those it gives one for.
+    fn newest_session_by(
+        &self,
+        when: impl Fn(&Index) -> Option<OffsetDateTime>,
+    ) -> Result<Option<String>> {
+        let mut best: Option<(OffsetDateTime, String)> = None;
+        for id in self.session_ids()? {
+            let Ok(idx) = self.read_index(&id) else {
+                continue;
+            };
+            if let Some(t) = when(&idx)
+                && best.as_ref().is_none_or(|(b, _)| t >= *b)
+            {
+                best = Some((t, id));
+            }
+        }
+        Ok(best.map(|(_, id)| id))
+    }
+
     /// The newest entry in effect, across every session of the home, that
     /// `wanted` accepts, with its session's id. Sessions whose index cannot be
     /// read are skipped. A caller that holds the lock of session `holding`
@@ -263,6 +322,15 @@ impl Store {
         h.update(file.as_os_str().as_encoded_bytes());
         self.home.join("locks").join(to_hex(&h.finalize()))
     }
+}
+
+/// True when the revert `r` took back or restored a file under `dir`.
+fn touches_under(r: &crate::index::RevertRecord, dir: &Path) -> bool {
+    r.files
+        .iter()
+        .map(|f| f.workspace.path.join(&f.path))
+        .chain(r.entries.iter().map(Entry::absolute_path))
+        .any(|f| f.starts_with(dir))
 }
 
 pub(crate) fn dir_size(dir: &Path) -> u64 {
