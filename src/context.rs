@@ -57,11 +57,22 @@ impl Context {
         self.session.as_deref()
     }
 
+    /// The existing session `id`, confined to the command's workspace
+    /// (`--workspace` or the current directory): nothing it restores is in an
+    /// unrelated directory.
+    fn open(&self, id: &str) -> Result<Session, CliError> {
+        Ok(self.confine(self.store.open_session(id)?))
+    }
+
+    fn confine(&self, session: Session) -> Session {
+        session.confine_to(self.workspace.as_deref().unwrap_or(&self.cwd))
+    }
+
     /// Every session with changes in the workspace (or the named one), oldest
     /// change first.
     pub(crate) fn workspace_sessions(&self) -> Result<Vec<Session>, CliError> {
         if let Some(id) = &self.session {
-            return Ok(vec![self.store.open_session(id)?]);
+            return Ok(vec![self.open(id)?]);
         }
         let ws = self.workspace()?;
         self.store
@@ -72,7 +83,7 @@ impl Context {
                     .iter()
                     .any(|w| w.starts_with(ws.root()) || ws.root().starts_with(w))
             })
-            .map(|s| Ok(self.store.open_session(&s.id)?))
+            .map(|s| self.open(&s.id))
             .collect()
     }
 
@@ -84,7 +95,7 @@ impl Context {
                 "pass --session ID or set TURNBACK_SESSION (an agent uses its conversation id)",
             )
         })?;
-        Ok(self.store.session(id)?)
+        Ok(self.confine(self.store.session(id)?))
     }
 
     /// The session a person means: the named one, else the one with the
@@ -93,7 +104,7 @@ impl Context {
     /// one).
     pub(crate) fn person_session(&self) -> Result<Session, CliError> {
         if let Some(id) = &self.session {
-            return Ok(self.store.open_session(id)?);
+            return self.open(id);
         }
         let ws = self.workspace()?;
         match self.store.latest_session_under(ws.root())? {
@@ -102,7 +113,7 @@ impl Context {
                     "using session {id} (the newest with changes in {})",
                     ws.root().display()
                 ));
-                Ok(self.store.open_session(&id)?)
+                self.open(&id)
             }
             None => Err(CliError::new(
                 format!("no session has changes in {}", ws.root().display()),
@@ -127,7 +138,7 @@ impl Context {
                     "using session {id} (the last to undo, revert or rewind in {})",
                     ws.root().display()
                 ));
-                Ok(self.store.open_session(&id)?)
+                self.open(&id)
             }
             None => self.person_session(),
         }
@@ -141,7 +152,7 @@ impl Context {
         file: &Path,
     ) -> Result<Session, CliError> {
         if let Some(id) = &self.session {
-            return Ok(self.store.open_session(id)?);
+            return self.open(id);
         }
         match self.store.latest_session_for(ws, file)? {
             Some(id) => {
@@ -150,7 +161,7 @@ impl Context {
                     "using session {id} (it changed {} last)",
                     shown.display()
                 ));
-                Ok(self.store.open_session(&id)?)
+                self.open(&id)
             }
             None => Err(CliError::new(
                 format!("no session has a change to {}", file.display()),

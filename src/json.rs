@@ -175,6 +175,8 @@ pub fn error_kind(e: &Error) -> &'static str {
         Error::TurnNotFound { .. } => "turn-not-found",
         Error::NotRead { .. } => "not-read",
         Error::ChangedSinceRead { .. } => "changed-since-read",
+        Error::UnsafeStore { .. } => "unsafe-store",
+        Error::OutsideScope { .. } => "outside-scope",
         _ => "error",
     }
 }

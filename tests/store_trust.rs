@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::util::{Env, read};
+use crate::util::{Env, read, read_text};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -401,5 +401,233 @@ fn undo_in_a_workspace_does_not_pick_a_planted_session_rooted_at_slash() {
         stderr(&undo).contains("\"no-session\""),
         "{}",
         stderr(&undo)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Item 4: a store someone else can write cannot aim outside the workspace
+
+/// True when this process can give files away (chown to another uid).
+fn can_chown() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc_geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: changing a file's owner needs root");
+    }
+    root
+}
+
+unsafe extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+/// Runs `turnback --json ARGS` and returns its exit code and error object.
+fn json_err(
+    env: &Env,
+    dir: Option<&Path>,
+    session: Option<&str>,
+    args: &[&str],
+    stdin: &[u8],
+) -> (Option<i32>, serde_json::Value) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let mut c = tb(env, session, &all);
+    if let Some(d) = dir {
+        c.current_dir(d);
+    }
+    let out = run(c, stdin);
+    let err = stderr(&out);
+    if out.status.success() {
+        return (Some(0), serde_json::Value::Null);
+    }
+    let v: serde_json::Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| {
+        panic!(
+            "turnback {}: stderr is not JSON ({e}): {err}",
+            args.join(" ")
+        )
+    });
+    (out.status.code(), v["error"].clone())
+}
+
+/// The lock name of a workspace file: SHA-256 of its absolute real path.
+fn lock_name(env: &Env, rel: &str) -> PathBuf {
+    let real = std::fs::canonicalize(env.ws.path()).unwrap().join(rel);
+    let hash = crate::util::sha256_hex(real.as_os_str().as_encoded_bytes());
+    env.home.path().join("locks").join(hash)
+}
+
+/// A symbolic link planted in `<home>/locks/` where a file's lock goes: the
+/// write is refused and the link's target is not written to.
+#[test]
+fn a_symlink_planted_as_a_lock_file_is_refused_and_its_target_untouched() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("precious");
+    std::fs::write(&target, b"precious\n").unwrap();
+    std::fs::write(env.path("f.txt"), b"old\n").unwrap();
+    ok(&env, Some("s"), &["write", "g.txt", "-m", "m0"], b"g\n");
+    let lock = lock_name(&env, "f.txt");
+    std::os::unix::fs::symlink(&target, &lock).unwrap();
+    let (code, e) = json_err(
+        &env,
+        None,
+        Some("s"),
+        &["write", "f.txt", "-m", "m1"],
+        b"new\n",
+    );
+    assert_eq!(
+        read_text(&target),
+        "precious\n",
+        "the link's target was written"
+    );
+    assert_eq!(read(env.path("f.txt")), b"old\n");
+    assert_eq!(
+        (code, e["kind"].as_str()),
+        (Some(1), Some("unsafe-store")),
+        "{e}"
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains(lock.to_str().unwrap()),
+        "{e}"
+    );
+}
+
+/// A store file (the session's journal) replaced by a symbolic link to a file
+/// outside: the next write is refused and appends nothing there.
+#[test]
+fn a_store_file_that_is_a_symlink_is_refused() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("elsewhere");
+    std::fs::write(env.path("f.txt"), b"old\n").unwrap();
+    ok(&env, Some("s"), &["write", "g.txt", "-m", "m0"], b"g\n");
+    ok(&env, Some("s"), &["write", "g.txt", "-m", "m1"], b"g2\n");
+    let journal = session_dir(&env, "s").join("journal.jsonl");
+    std::fs::rename(&journal, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &journal).unwrap();
+    let before = read_text(&target);
+    let (code, e) = json_err(
+        &env,
+        None,
+        Some("s"),
+        &["write", "f.txt", "-m", "m2"],
+        b"new\n",
+    );
+    assert_eq!(read_text(&target), before, "the link's target was written");
+    assert_eq!(read(env.path("f.txt")), b"old\n");
+    assert_eq!(
+        (code, e["kind"].as_str()),
+        (Some(1), Some("unsafe-store")),
+        "{e}"
+    );
+}
+
+/// A session planted with another directory as its workspace: `turnback undo
+/// --session` run here refuses (exit 3) before anything is created there.
+#[test]
+fn undo_of_a_session_whose_workspace_is_unrelated_is_refused() {
+    let env = Env::new();
+    let other = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(other.path()).unwrap();
+    plant_session(&env, "planted", &root, "x", b"planted\n");
+    let (code, e) = json_err(&env, None, Some("planted"), &["undo"], b"");
+    assert!(!root.join("x").exists(), "undo created a file outside");
+    assert_eq!(
+        (code, e["kind"].as_str()),
+        (Some(3), Some("outside-scope")),
+        "{e}"
+    );
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains(root.to_str().unwrap()), "{e}");
+    assert!(e["hint"].as_str().unwrap().contains("--workspace"), "{e}");
+    // From its own workspace (or a parent or child of it) it goes through.
+    let (code, e) = json_err(
+        &env,
+        None,
+        Some("planted"),
+        &["undo", "--dry-run", "--workspace", root.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(code, Some(0), "{e}");
+}
+
+/// A store home, or a session in it, owned by another user: refused, and
+/// nothing touched.
+#[test]
+fn a_store_owned_by_another_user_is_refused() {
+    if !can_chown() {
+        return;
+    }
+    let env = Env::new();
+    std::fs::write(env.path("f.txt"), b"old\n").unwrap();
+    ok(&env, Some("s"), &["write", "f.txt", "-m", "m1"], b"new\n");
+    let session = session_dir(&env, "s");
+    for (what, dir) in [
+        ("session", session.clone()),
+        ("home", env.home.path().to_owned()),
+    ] {
+        std::os::unix::fs::chown(&dir, Some(1234), None).unwrap();
+        for args in [&["undo"][..], &["write", "f.txt", "-m", "m2"]] {
+            let (code, e) = json_err(&env, None, Some("s"), args, b"newer\n");
+            assert_eq!(
+                (code, e["kind"].as_str()),
+                (Some(1), Some("unsafe-store")),
+                "{what} owned by uid 1234, {args:?}: {e}"
+            );
+            let message = e["message"].as_str().unwrap();
+            assert!(
+                message.contains("1234") && message.contains(dir.to_str().unwrap()),
+                "{e}"
+            );
+            assert_eq!(read(env.path("f.txt")), b"new\n", "{what}, {args:?}");
+        }
+        std::os::unix::fs::chown(&dir, Some(0), None).unwrap();
+    }
+    // A store file owned by another user is refused too.
+    let index = session.join("index.json");
+    std::os::unix::fs::chown(&index, Some(1234), None).unwrap();
+    let (code, e) = json_err(&env, None, Some("s"), &["undo"], b"");
+    assert_eq!(
+        (code, e["kind"].as_str()),
+        (Some(1), Some("unsafe-store")),
+        "{e}"
+    );
+    assert_eq!(read(env.path("f.txt")), b"new\n");
+}
+
+/// A sessions directory its group may write: refused, and the hint says how
+/// to fix it.
+#[test]
+fn a_group_writable_store_directory_is_refused_with_a_hint() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    std::fs::write(env.path("f.txt"), b"old\n").unwrap();
+    ok(&env, Some("s"), &["write", "f.txt", "-m", "m1"], b"new\n");
+    let sessions = env.home.path().join("sessions");
+    std::fs::set_permissions(&sessions, std::fs::Permissions::from_mode(0o770)).unwrap();
+    let (code, e) = json_err(&env, None, Some("s"), &["undo"], b"");
+    assert_eq!(
+        (code, e["kind"].as_str()),
+        (Some(1), Some("unsafe-store")),
+        "{e}"
+    );
+    assert!(e["message"].as_str().unwrap().contains("writable"), "{e}");
+    let hint = e["hint"].as_str().unwrap();
+    assert!(
+        hint.contains(&format!("chmod go-w {}", sessions.display())),
+        "{e}"
+    );
+    assert_eq!(read(env.path("f.txt")), b"new\n");
+    // Text output: the same error and hint.
+    let out = run(tb(&env, Some("s"), &["undo"]), b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("hint: chmod go-w"),
+        "{}",
+        stderr(&out)
     );
 }

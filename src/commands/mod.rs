@@ -12,7 +12,7 @@ mod write;
 use std::io::Write;
 use std::process::ExitCode;
 
-use turnback_store::Error;
+use turnback_store::{Error, UnsafeReason};
 
 use crate::cli::{Cli, Command};
 use crate::context::Context;
@@ -65,7 +65,7 @@ impl CliError {
 impl From<Error> for CliError {
     fn from(e: Error) -> Self {
         let code = match &e {
-            Error::Refused { .. } => EXIT_REFUSED,
+            Error::Refused { .. } | Error::OutsideScope { .. } => EXIT_REFUSED,
             Error::InvalidSessionId { .. } => EXIT_USAGE,
             _ => EXIT_ERROR,
         };
@@ -133,6 +133,25 @@ fn hint(e: &Error) -> Option<String> {
         }
         Error::NoSuchEntry { .. } => "`turnback log` lists the session's entries",
         Error::AlreadyCommitted { .. } => "undo or revert it instead",
+        Error::UnsafeStore { path, reason } => {
+            let path = path.display();
+            return Some(match reason {
+                UnsafeReason::WritableByOthers { .. } => {
+                    format!("chmod go-w {path}, or pass --home DIR to use another store")
+                }
+                UnsafeReason::SymbolicLink => format!(
+                    "turnback never makes {path} a symbolic link: remove it if you did not, or pass --home DIR to use another store"
+                ),
+                UnsafeReason::ForeignWorkspace { .. } => {
+                    "this session is not yours to restore: pass --session for one of your own".into()
+                }
+                _ => "it belongs to another user: pass --home DIR (or set TURNBACK_HOME) to use a store of your own".into(),
+            });
+        }
+        Error::OutsideScope { workspace, .. } => {
+            let w = workspace.display();
+            return Some(format!("run it in {w} or pass --workspace {w}"));
+        }
         _ => return None,
     };
     Some(h.to_owned())

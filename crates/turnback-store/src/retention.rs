@@ -109,7 +109,7 @@ impl Store {
             // The index (snapshot or journal) changes with every write and
             // undo; the directory stands in for a session that never wrote one.
             let modified =
-                |name: &str| std::fs::metadata(dir.join(name)).and_then(|m| m.modified());
+                |name: &str| std::fs::symlink_metadata(dir.join(name)).and_then(|m| m.modified());
             let last_change = [
                 modified(crate::index::INDEX_FILE),
                 modified(crate::journal::JOURNAL_FILE),
@@ -117,10 +117,17 @@ impl Store {
             .into_iter()
             .flatten()
             .max()
-            .or_else(|| std::fs::metadata(&dir).and_then(|m| m.modified()).ok())
+            .or_else(|| {
+                std::fs::symlink_metadata(&dir)
+                    .and_then(|m| m.modified())
+                    .ok()
+            })
             .unwrap_or(now);
             let seen = Seen::of(&dir);
-            let readable = crate::journal::load(&dir, &id).is_ok();
+            // A session directory someone else could have planted or changed
+            // is kept, like one whose index cannot be read.
+            let readable =
+                crate::trust::check_dir(&dir).is_ok() && crate::journal::load(&dir, &id).is_ok();
             candidates.push(Candidate {
                 id,
                 last_change,

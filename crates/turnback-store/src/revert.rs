@@ -604,6 +604,7 @@ fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
 /// left: every file is checked before any is touched.
 fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
     for p in plans.iter_mut() {
+        session.check_scope(&p.root.path)?;
         let ws = Workspace::reopen(&p.root)?;
         let now = ws.current_state(&p.rel)?;
         p.status = if now.same_contents(&p.target) {
@@ -687,14 +688,17 @@ fn unmark_temps(session: &Session) {
 
 /// True when a revert's list of temporaries is there (its process died).
 pub(crate) fn has_marker(session_dir: &Path) -> bool {
-    session_dir.join(MARKER).exists()
+    std::fs::symlink_metadata(session_dir.join(MARKER)).is_ok()
 }
 
 /// Deletes the temporaries a dead revert listed, then its list. Call under the
 /// session's exclusive lock.
 pub(crate) fn sweep_temps(session_dir: &Path) {
     let path = session_dir.join(MARKER);
-    let Ok(bytes) = std::fs::read(&path) else {
+    let Ok(bytes) = crate::trust::open_read(&path).and_then(|mut f| {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut bytes).map(|_| bytes)
+    }) else {
         return;
     };
     let marked: Vec<MarkedTemp> = serde_json::from_slice(&bytes).unwrap_or_default();

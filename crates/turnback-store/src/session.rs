@@ -60,6 +60,8 @@ pub struct Session {
     /// The shared lock on `<dir>/live`, taken at open if the directory exists,
     /// else when the first change makes it; released when the last clone goes.
     live: Arc<Mutex<Option<LockGuard>>>,
+    /// The directory restores are confined to ([`Session::confine_to`]).
+    scope: Option<PathBuf>,
 }
 
 /// The file in a session's directory that every handle using the directory
@@ -88,6 +90,7 @@ pub struct TrackedFile {
 
 impl Session {
     pub(crate) fn open(store: Store, id: String, dir: PathBuf) -> Result<Session> {
+        store.check_session_dirs(Some(&dir))?;
         let blobs = Blobs::new(dir.join("blobs"));
         let session = Session {
             store,
@@ -96,6 +99,7 @@ impl Session {
             blobs,
             cache: Arc::new(Mutex::new(None)),
             live: Arc::new(Mutex::new(None)),
+            scope: None,
         };
         session.hold_live(false)?;
         // Settle what a dead writer or revert left half done, so that a session
@@ -109,6 +113,38 @@ impl Session {
     /// The session id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// This handle (sharing everything with it), confined to `dir`: every
+    /// undo, revert, rewind, redo and rollback through it refuses
+    /// ([`Error::OutsideScope`], before any file is touched) a change whose
+    /// workspace root is neither `dir`, nor a directory above it, nor one
+    /// inside it. A person's command confines the session to the directory it
+    /// runs in, so that a session naming an unrelated workspace (planted by
+    /// hand, or meant for another project) cannot restore files there.
+    /// `dir` is made canonical when it can be, as workspace roots are.
+    pub fn confine_to(&self, dir: impl AsRef<Path>) -> Session {
+        let dir = dir.as_ref();
+        let scope = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        Session {
+            scope: Some(scope),
+            ..self.clone()
+        }
+    }
+
+    /// [`Error::OutsideScope`] unless a restore in the workspace `root` is
+    /// within this handle's scope (always, for a handle not confined).
+    pub(crate) fn check_scope(&self, root: &Path) -> Result<()> {
+        match &self.scope {
+            Some(scope) if !(root.starts_with(scope) || scope.starts_with(root)) => {
+                Err(Error::OutsideScope {
+                    workspace: root.to_owned(),
+                    scope: scope.clone(),
+                    session: self.id.clone(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The session's directory in the store.
@@ -647,7 +683,8 @@ impl Session {
     }
 
     fn make_dir(&self) -> Result<()> {
-        std::fs::create_dir_all(&self.dir)
+        self.store.check_session_dirs(None)?;
+        crate::sys::create_store_dir_all(&self.dir)
             .map_err(Error::io("create session directory", &self.dir))?;
         let sessions = self.store.sessions_dir();
         crate::sys::fsync_dir_path(&sessions).map_err(Error::io("sync directory", &sessions))?;
@@ -690,7 +727,7 @@ impl Session {
                         waited,
                     });
                 }
-                Err(LockError::Io(e)) => return Err(Error::io("lock", &path)(e)),
+                Err(LockError::Io(e)) => return Err(crate::trust::store_io("lock", &path)(e)),
             }
         }
         Err(Error::SessionBusy {
@@ -782,7 +819,8 @@ impl Session {
     pub(crate) fn lock_file_at(&self, file: &Path) -> Result<LockGuard> {
         let path = self.store.file_lock_path(file);
         let locks = path.parent().expect("lock paths have a parent");
-        std::fs::create_dir_all(locks).map_err(Error::io("create directory", locks))?;
+        self.store.check_locks_dir()?;
+        crate::sys::create_store_dir_all(locks).map_err(Error::io("create directory", locks))?;
         let holder = format!("session {:?} (pid {})", self.id, std::process::id());
         lock::acquire(
             &path,
@@ -796,7 +834,7 @@ impl Session {
                 holder,
                 waited,
             },
-            LockError::Io(e) => Error::io("lock", &path)(e),
+            LockError::Io(e) => crate::trust::store_io("lock", &path)(e),
         })
     }
 }
@@ -816,7 +854,7 @@ pub(crate) fn lock_session_dir(
             session: id.to_owned(),
             waited,
         },
-        LockError::Io(e) => Error::io("lock", &path)(e),
+        LockError::Io(e) => crate::trust::store_io("lock", &path)(e),
     })
 }
 

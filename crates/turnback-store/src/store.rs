@@ -7,6 +7,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -46,6 +47,10 @@ impl Default for Options {
 pub struct Store {
     home: PathBuf,
     options: Options,
+    /// Set once the home and `locks/` passed their check (`trust.rs`): a
+    /// writer takes a file lock for every change, and the check need not
+    /// cost that often.
+    locks_checked: Arc<OnceLock<()>>,
 }
 
 /// One session as [`Store::sessions`] lists it.
@@ -77,6 +82,7 @@ impl Store {
         Store {
             home: home.into(),
             options: Options::default(),
+            locks_checked: Arc::new(OnceLock::new()),
         }
     }
 
@@ -98,6 +104,35 @@ impl Store {
 
     pub(crate) fn sessions_dir(&self) -> PathBuf {
         self.home.join("sessions")
+    }
+
+    /// Checks the home and `sessions/`, and (when given) a session's
+    /// directory and its `blobs/`, before they are used: each that exists must
+    /// be a real directory of this user that no one else may write
+    /// ([`Error::UnsafeStore`]).
+    pub(crate) fn check_session_dirs(&self, session_dir: Option<&Path>) -> Result<()> {
+        crate::trust::check_home(&self.home)?;
+        crate::trust::check_dir(&self.sessions_dir())?;
+        if let Some(dir) = session_dir {
+            crate::trust::check_dir(dir)?;
+            crate::trust::check_dir(&dir.join("blobs"))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the home and `locks/` before a per-file lock is taken, once per
+    /// store handle (and its clones) once they pass.
+    pub(crate) fn check_locks_dir(&self) -> Result<()> {
+        if self.locks_checked.get().is_some() {
+            return Ok(());
+        }
+        crate::trust::check_home(&self.home)?;
+        let locks = self.home.join("locks");
+        crate::trust::check_dir(&locks)?;
+        if locks.is_dir() {
+            let _ = self.locks_checked.set(());
+        }
+        Ok(())
     }
 
     /// Opens the session `id`, new or existing. A new session is created on disk
@@ -128,6 +163,7 @@ impl Store {
 
     /// The ids of every session in the home, sorted.
     pub fn session_ids(&self) -> Result<Vec<String>> {
+        self.check_session_dirs(None)?;
         let dir = self.sessions_dir();
         let read = match std::fs::read_dir(&dir) {
             Ok(r) => r,
@@ -277,6 +313,9 @@ impl Store {
         let mut best: Option<(String, Entry)> = None;
         for id in self.session_ids()? {
             let dir = self.sessions_dir().join(&id);
+            if crate::trust::check_dir(&dir).is_err() {
+                continue;
+            }
             let idx = match holding {
                 None => self.read_index(&id),
                 Some(_) => {
@@ -310,6 +349,7 @@ impl Store {
     /// `index.json`, and a read between the two files could miss entries.
     fn read_index(&self, id: &str) -> Result<Index> {
         let dir = self.sessions_dir().join(id);
+        crate::trust::check_dir(&dir)?;
         let _guard = crate::session::lock_session_dir(self, id, &dir, Mode::Shared)?;
         crate::journal::load(&dir, id)
     }
