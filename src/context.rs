@@ -40,6 +40,14 @@ impl Context {
         }
     }
 
+    /// Tells the person, one line each, which store directories the command
+    /// made private (not with `--json`).
+    pub(crate) fn report_notices(&self) {
+        for t in self.store.take_notices() {
+            self.note(&format!("note: {t}: backups were readable by other users"));
+        }
+    }
+
     /// The workspace: `--workspace`, else the current directory.
     pub(crate) fn workspace(&self) -> Result<Workspace, CliError> {
         Ok(Workspace::open(

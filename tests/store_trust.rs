@@ -29,10 +29,14 @@ fn spawn(cmd: &mut Command) -> Child {
         .expect("spawn turnback")
 }
 
-/// Writes `bytes` to the child's standard input and closes it.
+/// Writes `bytes` to the child's standard input and closes it. A command
+/// that reads no input may be gone already.
 fn feed(child: &mut Child, bytes: &[u8]) {
     let mut input = child.stdin.take().unwrap();
-    input.write_all(bytes).expect("write stdin");
+    match input.write_all(bytes) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
+        _ => {}
+    }
 }
 
 fn stderr(out: &Output) -> String {
@@ -629,5 +633,135 @@ fn a_group_writable_store_directory_is_refused_with_a_hint() {
         stderr(&out).contains("hint: chmod go-w"),
         "{}",
         stderr(&out)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Item 5: backups are private
+
+/// Every directory and file under `root` with its permission bits.
+fn modes_under(root: &Path) -> Vec<(PathBuf, bool, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = vec![(root.to_owned(), true, crate::util::mode_of(root))];
+    for rel in crate::util::names_under(root) {
+        let p = root.join(&rel);
+        let md = std::fs::symlink_metadata(&p).unwrap();
+        out.push((rel, md.is_dir(), md.permissions().mode() & 0o7777));
+    }
+    out
+}
+
+/// The paths under `root` whose mode is not 0700 (directories) or 0600 (files).
+fn not_private(root: &Path) -> Vec<String> {
+    modes_under(root)
+        .into_iter()
+        .filter(|(_, dir, mode)| *mode != if *dir { 0o700 } else { 0o600 })
+        .map(|(p, _, mode)| format!("{} {mode:o}", p.display()))
+        .collect()
+}
+
+/// Sets every directory under `root` (and `root`) to `dir_mode` and every
+/// file to `file_mode`: a store as an older turnback left it under umask 022.
+fn set_modes(root: &Path, dir_mode: u32, file_mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    for (rel, dir, _) in modes_under(root) {
+        let mode = if dir { dir_mode } else { file_mode };
+        std::fs::set_permissions(root.join(rel), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+/// A store made by a build that used the umask (0755 directories, 0644 files,
+/// so that any user could read the backup of a 0600 `.env`): one command makes
+/// every directory 0700 and every file 0600, and says so.
+#[test]
+fn an_existing_readable_store_is_made_private_by_the_next_command() {
+    let env = Env::new();
+    std::fs::write(env.path(".env"), b"SECRET=1\n").unwrap();
+    ok(
+        &env,
+        Some("s"),
+        &["write", ".env", "-m", "m1"],
+        b"SECRET=2\n",
+    );
+    let home = env.home.path();
+    set_modes(home, 0o755, 0o644);
+    let out = ok(
+        &env,
+        Some("s"),
+        &["write", ".env", "-m", "m2"],
+        b"SECRET=3\n",
+    );
+    assert_eq!(
+        not_private(home),
+        Vec::<String>::new(),
+        "still readable by others"
+    );
+    let err = stderr(&out);
+    for dir in [
+        home.to_owned(),
+        home.join("sessions"),
+        session_dir(&env, "s"),
+        session_dir(&env, "s").join("blobs"),
+        home.join("locks"),
+    ] {
+        let note = format!("note: made {}", dir.display());
+        assert!(
+            err.lines().any(|l| l.starts_with(&note)
+                && l.contains("(was 755)")
+                && l.ends_with("backups were readable by other users")),
+            "no note for {}:\n{err}",
+            dir.display()
+        );
+    }
+    // Once private, nothing more to say.
+    let again = ok(
+        &env,
+        Some("s"),
+        &["write", ".env", "-m", "m3"],
+        b"SECRET=4\n",
+    );
+    assert_eq!(stderr(&again), "");
+    // With --json, standard error stays for errors only, and the store is
+    // made private all the same.
+    set_modes(home, 0o755, 0o644);
+    let quiet = ok(&env, Some("s"), &["--json", "undo"], b"");
+    assert_eq!(stderr(&quiet), "");
+    serde_json::from_slice::<serde_json::Value>(&quiet.stdout).unwrap();
+    assert_eq!(
+        not_private(home),
+        Vec::<String>::new(),
+        "still readable by others"
+    );
+}
+
+/// A store made from nothing is private throughout: every directory 0700 and
+/// every file 0600, whatever the umask lets through.
+#[test]
+fn a_fresh_store_is_private_throughout() {
+    let env = Env::new();
+    let home = env.home.path().join("fresh/home");
+    std::fs::write(env.path("a.txt"), b"a\n").unwrap();
+    let run_here = |args: &[&str], stdin: &[u8]| {
+        let mut c = tb(&env, Some("s"), args);
+        c.env("TURNBACK_HOME", &home);
+        let out = run(c, stdin);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run_here(&["turn", "--prompt", "p"], b"");
+    run_here(&["write", "a.txt", "-m", "m1"], b"a2\n");
+    run_here(&["write", "new/dir/b.txt", "-m", "m2"], b"b\n");
+    run_here(&["mv", "a.txt", "c.txt", "-m", "m3"], b"");
+    run_here(&["undo"], b"");
+    run_here(&["undo"], b"");
+    let id = run_here(&["checkpoint", "a.txt", "-m", "m4"], b"");
+    run_here(&["rollback", id.trim()], b"");
+    run_here(&["rm", "a.txt", "-m", "m5"], b"");
+    run_here(&["rewind", "m1"], b"");
+    run_here(&["redo"], b"");
+    assert_eq!(
+        not_private(&home),
+        Vec::<String>::new(),
+        "readable by others"
     );
 }

@@ -223,7 +223,7 @@ fn dispatch(cli: &Cli, out: &Out) -> Result<(), CliError> {
         _ => {}
     }
     let ctx = Context::new(cli)?;
-    match &cli.command {
+    let done = match &cli.command {
         Command::Write(args) => write::write(&ctx, out, args),
         Command::Rm(args) => write::rm(&ctx, out, args),
         Command::Mv { from, to, message } => write::mv(&ctx, out, from, to, message),
@@ -247,5 +247,8 @@ fn dispatch(cli: &Cli, out: &Out) -> Result<(), CliError> {
         Command::Sessions => sessions::list(&ctx, out),
         Command::Prune { dry_run } => sessions::prune(&ctx, out, *dry_run),
         Command::Demo | Command::Completions { .. } | Command::Man => unreachable!("handled above"),
-    }
+    };
+    // Whatever the command did, say which store directories it made private.
+    ctx.report_notices();
+    done
 }

@@ -76,8 +76,10 @@
 //! (unless running as root). A handle confined with [`Session::confine_to`]
 //! also refuses to restore in a workspace unrelated to a given directory
 //! ([`Error::OutsideScope`]); the command line confines every session to the
-//! command's workspace. Files are compared by content; a change of mode alone
-//! is not a change that refuses a revert.
+//! command's workspace. The store is private: directories 0700, files 0600,
+//! and an existing store that others could read is made so when it is used
+//! ([`Store::take_notices`] says which directories). Files are compared by
+//! content; a change of mode alone is not a change that refuses a revert.
 //!
 //! The on-disk format is described in `docs/FORMAT.md`, the modules in
 //! `docs/ARCHITECTURE.md`.
@@ -124,5 +126,6 @@ pub use revert::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertRepo
 pub use session::{Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
 pub use store::{Options, SessionSummary, Store};
+pub use trust::Tightened;
 pub use turns::TurnSummary;
 pub use workspace::Workspace;

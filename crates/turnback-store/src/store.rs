@@ -7,7 +7,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -20,6 +20,7 @@ use crate::index::{Entry, Index};
 use crate::lock::{self, Mode};
 use crate::session::Session;
 use crate::session_id;
+use crate::trust::{self, Tightened};
 use crate::workspace::Workspace;
 
 /// Tunables of a store.
@@ -51,6 +52,8 @@ pub struct Store {
     /// writer takes a file lock for every change, and the check need not
     /// cost that often.
     locks_checked: Arc<OnceLock<()>>,
+    /// The directories made private so far, for [`Store::take_notices`].
+    notices: Arc<Mutex<Vec<Tightened>>>,
 }
 
 /// One session as [`Store::sessions`] lists it.
@@ -83,6 +86,7 @@ impl Store {
             home: home.into(),
             options: Options::default(),
             locks_checked: Arc::new(OnceLock::new()),
+            notices: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -106,29 +110,54 @@ impl Store {
         self.home.join("sessions")
     }
 
-    /// Checks the home and `sessions/`, and (when given) a session's
-    /// directory and its `blobs/`, before they are used: each that exists must
-    /// be a real directory of this user that no one else may write
-    /// ([`Error::UnsafeStore`]).
-    pub(crate) fn check_session_dirs(&self, session_dir: Option<&Path>) -> Result<()> {
-        crate::trust::check_home(&self.home)?;
-        crate::trust::check_dir(&self.sessions_dir())?;
-        if let Some(dir) = session_dir {
-            crate::trust::check_dir(dir)?;
-            crate::trust::check_dir(&dir.join("blobs"))?;
+    /// The store directories this handle (or a clone, or a session of it)
+    /// made private since the last call: directories of an existing store that
+    /// other users could read, as builds before 0700/0600 left them. Each is
+    /// 0700 now, and its files 0600. A caller tells its user (the command line
+    /// prints a note per directory).
+    pub fn take_notices(&self) -> Vec<Tightened> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// [`trust::secure_dir`] (or `secure_home`), keeping what it tightened.
+    fn secure(&self, dir: &Path, home: bool) -> Result<()> {
+        let tightened = match home {
+            true => trust::secure_home(dir)?,
+            false => trust::secure_dir(dir)?,
+        };
+        if let Some(t) = tightened {
+            self.notices
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(t);
         }
         Ok(())
     }
 
-    /// Checks the home and `locks/` before a per-file lock is taken, once per
-    /// store handle (and its clones) once they pass.
+    /// Checks the home and `sessions/`, and (when given) a session's
+    /// directory and its `blobs/`, before they are used: each that exists must
+    /// be a real directory of this user that no one else may write
+    /// ([`Error::UnsafeStore`]); one that others may read is made private.
+    pub(crate) fn check_session_dirs(&self, session_dir: Option<&Path>) -> Result<()> {
+        self.secure(&self.home, true)?;
+        self.secure(&self.sessions_dir(), false)?;
+        if let Some(dir) = session_dir {
+            self.secure(dir, false)?;
+            self.secure(&dir.join("blobs"), false)?;
+        }
+        Ok(())
+    }
+
+    /// [`Store::check_session_dirs`] for the home and `locks/`, before a
+    /// per-file lock is taken: once per store handle (and its clones) once
+    /// they pass.
     pub(crate) fn check_locks_dir(&self) -> Result<()> {
         if self.locks_checked.get().is_some() {
             return Ok(());
         }
-        crate::trust::check_home(&self.home)?;
+        self.secure(&self.home, true)?;
         let locks = self.home.join("locks");
-        crate::trust::check_dir(&locks)?;
+        self.secure(&locks, false)?;
         if locks.is_dir() {
             let _ = self.locks_checked.set(());
         }

@@ -8,7 +8,10 @@
 //! and its `blobs/`, `locks/`) must be a real directory, owned by this
 //! process's effective user and writable by nobody else; every store file is
 //! opened without following a symbolic link and refused when another user
-//! owns it. A check costs one `lstat` per directory, made
+//! owns it. The store is private: directories are made 0700 and files 0600,
+//! and a directory of an existing store that others may read (but not
+//! write) is made private, with its files, the first time it is used
+//! ([`Tightened`] says so). A check costs one `lstat` per directory, made
 //! when a session is opened or created and (once per store handle) before the
 //! per-file locks are used; a file's check is an `fstat` of what was opened.
 
@@ -85,6 +88,73 @@ pub(crate) fn store_io(
     }
 }
 
+/// A store directory that others could read, made private by the store (with
+/// the files in it): what an older build, which used the umask, left. See
+/// [`crate::Store::take_notices`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tightened {
+    /// The directory, now 0700.
+    pub path: PathBuf,
+    /// Its permission bits before.
+    pub was: u32,
+    /// How many files in it were made 0600.
+    pub files: usize,
+}
+
+impl std::fmt::Display for Tightened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.files {
+            0 => write!(f, "made {} private", self.path.display())?,
+            1 => write!(f, "made {} and the file in it private", self.path.display())?,
+            n => write!(
+                f,
+                "made {} and the {n} files in it private",
+                self.path.display()
+            )?,
+        }
+        write!(f, " (was {:o})", self.was)
+    }
+}
+
+/// [`check_dir`], then, for a directory that group or others may read or
+/// enter: makes it 0700, and each regular file of this user in it that others
+/// may read 0600, and says so, unless the directory was empty (a home made by
+/// hand for the store, which exposed nothing).
+pub(crate) fn secure_dir(path: &Path) -> Result<Option<Tightened>> {
+    check_dir(path)?;
+    let md = match std::fs::symlink_metadata(path) {
+        Ok(md) if md.is_dir() => md,
+        _ => return Ok(None),
+    };
+    let (_, was) = sys::owner_and_mode(&md);
+    if was & 0o077 == 0 {
+        return Ok(None);
+    }
+    // Bits are only taken away, never added.
+    sys::set_path_mode(path, was & !0o077).map_err(Error::io("make private", path))?;
+    let (mut files, mut entries) = (0, 0);
+    let read = std::fs::read_dir(path).map_err(Error::io("list", path))?;
+    for entry in read.flatten() {
+        entries += 1;
+        // The directory is this user's and no one else may write it, so what
+        // `lstat` says of an entry holds until it is changed here.
+        let Ok(md) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        let (uid, mode) = sys::owner_and_mode(&md);
+        if md.is_file() && uid == sys::euid() && mode & 0o077 != 0 {
+            let p = entry.path();
+            sys::set_path_mode(&p, mode & !0o077).map_err(Error::io("make private", &p))?;
+            files += 1;
+        }
+    }
+    Ok((entries > 0).then(|| Tightened {
+        path: path.to_owned(),
+        was,
+        files,
+    }))
+}
+
 /// Checks the store directory at `path`, if there is one: it must not be a
 /// symbolic link, must be this user's and writable by no one else. Anything
 /// else that is not a directory is left to the operation, whose I/O error
@@ -118,10 +188,10 @@ pub(crate) fn check_dir(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Checks the store home itself. Its ancestors may be symbolic links (a
-/// home under `/tmp` where `/tmp` is one); the home may not.
-pub(crate) fn check_home(home: &Path) -> Result<()> {
-    check_dir(&real_path(home))
+/// [`secure_dir`] of the store home itself. Its ancestors may be symbolic
+/// links (a home under `/tmp` where `/tmp` is one); the home may not.
+pub(crate) fn secure_home(home: &Path) -> Result<Option<Tightened>> {
+    secure_dir(&real_path(home))
 }
 
 /// `path` with every symbolic link above its last component resolved, as far
@@ -193,8 +263,68 @@ mod tests {
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::create_dir(d.join("home")).unwrap();
         std::fs::set_permissions(d.join("home"), std::fs::Permissions::from_mode(0o700)).unwrap();
-        check_home(&link.join("home")).unwrap();
-        assert!(check_home(&link).is_err());
+        assert_eq!(secure_home(&link.join("home")).unwrap(), None);
+        assert!(secure_home(&link).is_err());
+    }
+
+    #[test]
+    fn a_directory_others_may_read_is_made_private_with_its_files_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("d");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for (name, mode) in [("a", 0o644), ("b", 0o600), ("c", 0o604)] {
+            std::fs::write(d.join(name), b"x").unwrap();
+            std::fs::set_permissions(d.join(name), std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::set_permissions(d.join("sub"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, b"x").unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("link")).unwrap();
+        let t = secure_dir(&d).unwrap().expect("tightened");
+        assert_eq!((t.was, t.files), (0o755, 2));
+        assert_eq!(
+            t.to_string(),
+            format!(
+                "made {} and the 2 files in it private (was 755)",
+                d.display()
+            )
+        );
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&d), 0o700);
+        for name in ["a", "b", "c"] {
+            assert_eq!(mode(&d.join(name)), 0o600, "{name}");
+        }
+        // Not the directories in it (each is made private when it is used),
+        // and never through a link.
+        assert_eq!(mode(&d.join("sub")), 0o755);
+        assert_eq!(mode(&outside), 0o644);
+        assert_eq!(secure_dir(&d).unwrap(), None, "once");
+        // An empty directory is made private without a word.
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(secure_dir(&empty).unwrap(), None);
+        assert_eq!(mode(&empty), 0o700);
+    }
+
+    #[test]
+    fn a_store_file_is_created_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = sys::store_file_options();
+        opts.write(true).create(true).truncate(false);
+        let created = dir.path().join("new");
+        drop(open(&opts, &created).unwrap());
+        let mode = std::fs::metadata(&created).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let sub = dir.path().join("a/b");
+        sys::create_store_dir_all(&sub).unwrap();
+        for d in [dir.path().join("a"), sub] {
+            let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", d.display());
+        }
     }
 
     #[test]

@@ -155,12 +155,18 @@ pub(crate) fn owner_and_mode(md: &std::fs::Metadata) -> (u32, u32) {
     (md.uid(), md.mode() & 0o7777)
 }
 
-/// The mode a store directory is created with (the umask can only take bits
-/// away).
-pub(crate) const STORE_DIR_MODE: u32 = 0o777;
+/// The mode a store directory is created with: private, since backups hold
+/// whatever the user's files held (the umask can only take bits away).
+pub(crate) const STORE_DIR_MODE: u32 = 0o700;
 
-/// The mode a store file is created with.
-pub(crate) const STORE_FILE_MODE: u32 = 0o666;
+/// The mode a store file is created with: private.
+pub(crate) const STORE_FILE_MODE: u32 = 0o600;
+
+/// Sets the permission bits of the file or directory at `path` (which the
+/// caller has just seen, with `lstat`, not to be a symbolic link).
+pub(crate) fn set_path_mode(path: &std::path::Path, mode: u32) -> io::Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
 
 /// Options to open a store file with: never through a symbolic link at the
 /// last component (`O_NOFOLLOW`; the directories above are checked
