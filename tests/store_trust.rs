@@ -765,3 +765,48 @@ fn a_fresh_store_is_private_throughout() {
         "readable by others"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Decide-item (c): a relative home
+
+/// Decide-item (c): a relative `--home` is made absolute once, against the
+/// directory the command started in, and works with `--workspace` elsewhere.
+#[test]
+fn a_relative_home_is_made_absolute_at_start() {
+    let env = Env::new();
+    let start = tempfile::tempdir().unwrap();
+    let start = std::fs::canonicalize(start.path()).unwrap();
+    std::fs::write(env.path("f.txt"), b"old\n").unwrap();
+    let ws = env.ws.path().to_str().unwrap().to_owned();
+    let cmd = |args: &[&str]| {
+        let mut all = vec!["--home", "rel/store", "--workspace", &ws];
+        all.extend_from_slice(args);
+        let mut c = tb(&env, Some("s"), &all);
+        c.current_dir(&start).env_remove("TURNBACK_HOME");
+        c
+    };
+    let file = env.path("f.txt");
+    let out = run(
+        cmd(&["write", file.to_str().unwrap(), "-m", "m1"]),
+        b"new\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        start.join("rel/store/sessions/s").is_dir(),
+        "the store is not at the start directory"
+    );
+    assert_eq!(read(&file), b"new\n");
+    // Errors name the store by its absolute path.
+    let mut c = cmd(&["--json", "log"]);
+    c.env("TURNBACK_SESSION", "nosuch");
+    let out = run(c, b"");
+    let absolute = start.join("rel/store");
+    assert!(
+        stderr(&out).contains(&format!("not found in {}", absolute.display())),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(cmd(&["undo"]), b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(env.path("f.txt")), b"old\n");
+}

@@ -80,10 +80,14 @@ impl Store {
         Ok(Store::new(home::default_home()?))
     }
 
-    /// The store at `home`. Nothing is created until a session is.
+    /// The store at `home`. Nothing is created until a session is. A relative
+    /// `home` is made absolute now, against the current directory, so that a
+    /// later change of directory (or a path resolved against a workspace)
+    /// cannot move the store.
     pub fn new(home: impl Into<PathBuf>) -> Store {
+        let home = home.into();
         Store {
-            home: home.into(),
+            home: std::path::absolute(&home).unwrap_or(home),
             options: Options::default(),
             locks_checked: Arc::new(OnceLock::new()),
             notices: Arc::new(Mutex::new(Vec::new())),
@@ -417,6 +421,15 @@ pub(crate) fn dir_size(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_home_is_made_absolute_at_once() {
+        let store = Store::new("rel/store");
+        assert!(store.home().is_absolute(), "{}", store.home().display());
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(store.home(), cwd.join("rel/store"));
+        assert!(store.session("s").unwrap().dir().is_absolute());
+    }
 
     #[test]
     fn listing_waits_for_a_session_in_the_middle_of_a_change() {
