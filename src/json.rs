@@ -177,6 +177,7 @@ pub fn error_kind(e: &Error) -> &'static str {
         Error::ChangedSinceRead { .. } => "changed-since-read",
         Error::UnsafeStore { .. } => "unsafe-store",
         Error::OutsideScope { .. } => "outside-scope",
+        Error::InsideStore { .. } => "inside-store",
         _ => "error",
     }
 }

@@ -767,7 +767,60 @@ fn a_fresh_store_is_private_throughout() {
 }
 
 // ---------------------------------------------------------------------------
-// Decide-item (c): a relative home
+// Decide-items (b) and (c): the store inside the workspace; a relative home
+
+/// The store home inside the workspace (`TURNBACK_HOME=<ws>/.store`): a write,
+/// rm, mv or checkpoint of a store file (an index, a backup) is refused, and
+/// the store stays exactly as it was.
+#[test]
+fn changes_to_files_inside_the_store_are_refused() {
+    let env = Env::new();
+    let home = env.path(".store");
+    let cmd = |args: &[&str]| {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let mut c = tb(&env, Some("s"), &all);
+        c.env("TURNBACK_HOME", &home);
+        c
+    };
+    std::fs::write(env.path("f.txt"), b"old\n").unwrap();
+    let out = run(cmd(&["write", "f.txt", "-m", "m1"]), b"new\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let blob = format!(
+        ".store/sessions/s/blobs/{}",
+        crate::util::sha256_hex(b"old\n")
+    );
+    let index = ".store/sessions/s/index.json";
+    let before = crate::util::tree_digest(&home);
+    for args in [
+        &["write", index, "-m", "m2"][..],
+        &["write", &blob, "-m", "m2"],
+        &["write", ".store/sessions/s/new-file", "-m", "m2"],
+        &["rm", index, "-m", "m2"],
+        &["mv", &blob, "elsewhere", "-m", "m2"],
+        &["mv", "f.txt", ".store/f.txt", "-m", "m2"],
+        &["checkpoint", index, "-m", "m2"],
+    ] {
+        let out = run(cmd(args), b"garbage\n");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("\"inside-store\""), "{args:?}: {err}");
+        let without_locks: std::collections::BTreeMap<_, _> = crate::util::tree_digest(&home)
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with("locks"))
+            .collect();
+        let before: std::collections::BTreeMap<_, _> = before
+            .iter()
+            .filter(|(p, _)| !p.starts_with("locks"))
+            .map(|(p, v)| (p.clone(), v.clone()))
+            .collect();
+        assert_eq!(without_locks, before, "{args:?}: the store changed");
+    }
+    // The store still works: the first write undoes.
+    let out = run(cmd(&["undo"]), b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(env.path("f.txt")), b"old\n");
+}
 
 /// Decide-item (c): a relative `--home` is made absolute once, against the
 /// directory the command started in, and works with `--workspace` elsewhere.

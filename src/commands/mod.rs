@@ -148,6 +148,12 @@ fn hint(e: &Error) -> Option<String> {
                 _ => "it belongs to another user: pass --home DIR (or set TURNBACK_HOME) to use a store of your own".into(),
             });
         }
+        Error::InsideStore { home, .. } => {
+            return Some(format!(
+                "the store home {} is inside this workspace: its files are not the agent's to change (pass --home DIR for a store outside the workspace)",
+                home.display()
+            ));
+        }
         Error::OutsideScope { workspace, .. } => {
             let w = workspace.display();
             return Some(format!("run it in {w} or pass --workspace {w}"));

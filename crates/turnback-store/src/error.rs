@@ -323,6 +323,21 @@ pub enum Error {
         /// The session id.
         session: String,
     },
+
+    /// The path is inside the store home (the store lives in the workspace):
+    /// turnback does not change its own files as a workspace file, which
+    /// would lose the change and damage the store. Nothing was touched.
+    #[error(
+        "{}: inside the store home {}; turnback does not change its own store",
+        path.display(),
+        home.display()
+    )]
+    InsideStore {
+        /// The file's real path.
+        path: PathBuf,
+        /// The store home (its real path).
+        home: PathBuf,
+    },
 }
 
 /// Why a part of the store is not safe to use ([`Error::UnsafeStore`]).

@@ -214,6 +214,7 @@ impl Session {
         message_id: &str,
     ) -> Result<Checkpoint<'a>> {
         let rel = workspace.resolve(path)?;
+        self.store.refuse_inside(&workspace.root().join(&rel))?;
         let lock = self.lock_file(workspace, &rel)?;
         let before = self.back_up_checked(workspace, &rel)?;
         let created_dirs = workspace.missing_dirs(&rel);
@@ -240,6 +241,7 @@ impl Session {
         message_id: &str,
     ) -> Result<Entry> {
         let rel = workspace.resolve(path)?;
+        self.store.refuse_inside(&workspace.root().join(&rel))?;
         let _lock = self.lock_file(workspace, &rel)?;
         // A damaged index must not leave a new backup behind that no entry
         // will name.
@@ -408,6 +410,7 @@ impl Session {
         message_id: &str,
     ) -> Result<Entry> {
         let rel = workspace.resolve(path)?;
+        self.store.refuse_inside(&workspace.root().join(&rel))?;
         let _lock = self.lock_file(workspace, &rel)?;
         let before = self.back_up_checked(workspace, &rel)?;
         let display = workspace.root().join(&rel);
@@ -493,6 +496,9 @@ impl Session {
     ) -> Result<Vec<Entry>> {
         let from_rel = workspace.resolve(&from)?;
         let to_rel = workspace.resolve(&to)?;
+        for rel in [&from_rel, &to_rel] {
+            self.store.refuse_inside(&workspace.root().join(rel))?;
+        }
         let files = BTreeSet::from([
             workspace.root().join(&from_rel),
             workspace.root().join(&to_rel),

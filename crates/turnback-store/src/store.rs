@@ -54,6 +54,8 @@ pub struct Store {
     locks_checked: Arc<OnceLock<()>>,
     /// The directories made private so far, for [`Store::take_notices`].
     notices: Arc<Mutex<Vec<Tightened>>>,
+    /// The home's real path, once it exists (`refuse_inside`).
+    real_home: Arc<OnceLock<PathBuf>>,
 }
 
 /// One session as [`Store::sessions`] lists it.
@@ -91,6 +93,7 @@ impl Store {
             options: Options::default(),
             locks_checked: Arc::new(OnceLock::new()),
             notices: Arc::new(Mutex::new(Vec::new())),
+            real_home: Arc::new(OnceLock::new()),
         }
     }
 
@@ -385,6 +388,27 @@ impl Store {
         crate::trust::check_dir(&dir)?;
         let _guard = crate::session::lock_session_dir(self, id, &dir, Mode::Shared)?;
         crate::journal::load(&dir, id)
+    }
+
+    /// [`Error::InsideStore`] when the file at the absolute real path `file`
+    /// is in the store home (or is the home): a workspace that holds the
+    /// store must not have its store changed as one of its files.
+    pub(crate) fn refuse_inside(&self, file: &Path) -> Result<()> {
+        let home = match self.real_home.get() {
+            Some(home) => home.clone(),
+            None => match std::fs::canonicalize(&self.home) {
+                // Found once it exists: a writer asks for every change.
+                Ok(home) => self.real_home.get_or_init(|| home).clone(),
+                Err(_) => trust::real_path(&self.home),
+            },
+        };
+        if file.starts_with(&home) {
+            return Err(Error::InsideStore {
+                path: file.to_owned(),
+                home,
+            });
+        }
+        Ok(())
     }
 
     /// The lock that serializes checkpoints of one real file across sessions,
