@@ -40,6 +40,14 @@ impl Context {
         }
     }
 
+    /// Tells the person, one line each, which store directories the command
+    /// made private (not with `--json`).
+    pub(crate) fn report_notices(&self) {
+        for t in self.store.take_notices() {
+            self.note(&format!("note: {t}: backups were readable by other users"));
+        }
+    }
+
     /// The workspace: `--workspace`, else the current directory.
     pub(crate) fn workspace(&self) -> Result<Workspace, CliError> {
         Ok(Workspace::open(
@@ -57,11 +65,22 @@ impl Context {
         self.session.as_deref()
     }
 
+    /// The existing session `id`, confined to the command's workspace
+    /// (`--workspace` or the current directory): nothing it restores is in an
+    /// unrelated directory.
+    fn open(&self, id: &str) -> Result<Session, CliError> {
+        Ok(self.confine(self.store.open_session(id)?))
+    }
+
+    fn confine(&self, session: Session) -> Session {
+        session.confine_to(self.workspace.as_deref().unwrap_or(&self.cwd))
+    }
+
     /// Every session with changes in the workspace (or the named one), oldest
     /// change first.
     pub(crate) fn workspace_sessions(&self) -> Result<Vec<Session>, CliError> {
         if let Some(id) = &self.session {
-            return Ok(vec![self.store.open_session(id)?]);
+            return Ok(vec![self.open(id)?]);
         }
         let ws = self.workspace()?;
         self.store
@@ -72,7 +91,7 @@ impl Context {
                     .iter()
                     .any(|w| w.starts_with(ws.root()) || ws.root().starts_with(w))
             })
-            .map(|s| Ok(self.store.open_session(&s.id)?))
+            .map(|s| self.open(&s.id))
             .collect()
     }
 
@@ -84,35 +103,52 @@ impl Context {
                 "pass --session ID or set TURNBACK_SESSION (an agent uses its conversation id)",
             )
         })?;
-        Ok(self.store.session(id)?)
+        Ok(self.confine(self.store.session(id)?))
     }
 
-    /// The session a person means: the named one, else the newest session whose
-    /// workspace holds the current one.
+    /// The session a person means: the named one, else the one with the
+    /// newest change to a file under the workspace directory (a session
+    /// rooted in a parent directory that changed only a sibling's files is not
+    /// one).
     pub(crate) fn person_session(&self) -> Result<Session, CliError> {
         if let Some(id) = &self.session {
-            return Ok(self.store.open_session(id)?);
+            return self.open(id);
         }
         let ws = self.workspace()?;
-        let newest = self
-            .store
-            .sessions()?
-            .into_iter()
-            .rfind(|s| s.workspaces.iter().any(|w| ws.root().starts_with(w)));
-        match newest {
-            Some(s) => {
+        match self.store.latest_session_under(ws.root())? {
+            Some(id) => {
                 self.note(&format!(
-                    "using session {} (the newest with changes in {})",
-                    s.id,
+                    "using session {id} (the newest with changes in {})",
                     turnback::text::escape_path(ws.root())
                 ));
-                Ok(self.store.open_session(&s.id)?)
+                self.open(&id)
             }
             None => Err(CliError::new(
                 format!("no session has changes in {}", ws.root().display()),
                 Some("pass --session ID; `turnback sessions` lists them".into()),
             )
             .kind("no-session")),
+        }
+    }
+
+    /// The session `redo` puts back: the named one, else the one whose undo,
+    /// revert or rewind of a file under the workspace directory was the last,
+    /// else (none has one) the one a person means, which then has nothing to
+    /// redo.
+    pub(crate) fn redo_session(&self) -> Result<Session, CliError> {
+        if self.session.is_some() {
+            return self.person_session();
+        }
+        let ws = self.workspace()?;
+        match self.store.latest_redo_session_under(ws.root())? {
+            Some(id) => {
+                self.note(&format!(
+                    "using session {id} (the last to undo, revert or rewind in {})",
+                    ws.root().display()
+                ));
+                self.open(&id)
+            }
+            None => self.person_session(),
         }
     }
 
@@ -124,7 +160,7 @@ impl Context {
         file: &Path,
     ) -> Result<Session, CliError> {
         if let Some(id) = &self.session {
-            return Ok(self.store.open_session(id)?);
+            return self.open(id);
         }
         match self.store.latest_session_for(ws, file)? {
             Some(id) => {
@@ -133,7 +169,7 @@ impl Context {
                     "using session {id} (it changed {} last)",
                     turnback::text::escape_path(shown)
                 ));
-                Ok(self.store.open_session(&id)?)
+                self.open(&id)
             }
             None => Err(CliError::new(
                 format!("no session has a change to {}", file.display()),

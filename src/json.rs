@@ -176,6 +176,9 @@ pub fn error_kind(e: &Error) -> &'static str {
         Error::NotRead { .. } => "not-read",
         Error::ChangedSinceRead { .. } => "changed-since-read",
         Error::ContentsMismatch { .. } => "contents-mismatch",
+        Error::UnsafeStore { .. } => "unsafe-store",
+        Error::OutsideScope { .. } => "outside-scope",
+        Error::InsideStore { .. } => "inside-store",
         _ => "error",
     }
 }

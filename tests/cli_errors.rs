@@ -523,9 +523,15 @@ fn undo_with_nothing_left_to_undo() {
     let env = two_changes();
     ok(&env, Some("s"), &["undo"], None);
     ok(&env, Some("s"), &["undo"], None);
-    // A session on disk with no entries (every session has its lock file).
-    std::fs::create_dir_all(env.home.path().join("sessions/empty")).unwrap();
-    std::fs::write(env.home.path().join("sessions/empty/lock"), b"").unwrap();
+    // A session on disk with no entries (every session has its lock and live
+    // files), private as turnback makes it.
+    let empty = env.home.path().join("sessions/empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::set_permissions(&empty, fs::Permissions::from_mode(0o700)).unwrap();
+    for name in ["lock", "live"] {
+        std::fs::write(empty.join(name), b"").unwrap();
+        std::fs::set_permissions(empty.join(name), fs::Permissions::from_mode(0o600)).unwrap();
+    }
     for id in ["s", "empty"] {
         let names = format!("session {id:?} has nothing to undo");
         check_error(

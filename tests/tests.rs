@@ -36,3 +36,5 @@ mod races;
 mod defects;
 // What a write and a restore keep besides bytes (owner, links, holes), stdin, escaped names.
 mod fidelity;
+// The store's trust boundary: prune against live writers, a store others can write, private backups, scope.
+mod store_trust;

@@ -12,7 +12,7 @@ mod write;
 use std::io::Write;
 use std::process::ExitCode;
 
-use turnback_store::Error;
+use turnback_store::{Error, UnsafeReason};
 
 use crate::cli::{Cli, Command};
 use crate::context::Context;
@@ -69,7 +69,7 @@ impl CliError {
 impl From<Error> for CliError {
     fn from(e: Error) -> Self {
         let code = match &e {
-            Error::Refused { .. } => EXIT_REFUSED,
+            Error::Refused { .. } | Error::OutsideScope { .. } => EXIT_REFUSED,
             Error::InvalidSessionId { .. } => EXIT_USAGE,
             _ => EXIT_ERROR,
         };
@@ -139,6 +139,31 @@ fn hint(e: &Error) -> Option<String> {
         Error::NoSuchEntry { .. } => "`turnback log` lists the session's entries",
         Error::AlreadyCommitted { .. } => "undo or revert it instead",
         Error::ContentsMismatch { .. } => "the file was not touched: send the whole contents again",
+        Error::UnsafeStore { path, reason } => {
+            let path = path.display();
+            return Some(match reason {
+                UnsafeReason::WritableByOthers { .. } => {
+                    format!("chmod go-w {path}, or pass --home DIR to use another store")
+                }
+                UnsafeReason::SymbolicLink => format!(
+                    "turnback never makes {path} a symbolic link: remove it if you did not, or pass --home DIR to use another store"
+                ),
+                UnsafeReason::ForeignWorkspace { .. } => {
+                    "this session is not yours to restore: pass --session for one of your own".into()
+                }
+                _ => "it belongs to another user: pass --home DIR (or set TURNBACK_HOME) to use a store of your own".into(),
+            });
+        }
+        Error::InsideStore { home, .. } => {
+            return Some(format!(
+                "the store home {} is inside this workspace: its files are not the agent's to change (pass --home DIR for a store outside the workspace)",
+                home.display()
+            ));
+        }
+        Error::OutsideScope { workspace, .. } => {
+            let w = workspace.display();
+            return Some(format!("run it in {w} or pass --workspace {w}"));
+        }
         _ => return None,
     };
     Some(h.to_owned())
@@ -218,7 +243,7 @@ fn dispatch(cli: &Cli, out: &Out) -> Result<(), CliError> {
         _ => {}
     }
     let ctx = Context::new(cli)?;
-    match &cli.command {
+    let done = match &cli.command {
         Command::Write(args) => write::write(&ctx, out, args),
         Command::Rm(args) => write::rm(&ctx, out, args),
         Command::Mv { from, to, message } => write::mv(&ctx, out, from, to, message),
@@ -242,5 +267,8 @@ fn dispatch(cli: &Cli, out: &Out) -> Result<(), CliError> {
         Command::Sessions => sessions::list(&ctx, out),
         Command::Prune { dry_run } => sessions::prune(&ctx, out, *dry_run),
         Command::Demo | Command::Completions { .. } | Command::Man => unreachable!("handled above"),
-    }
+    };
+    // Whatever the command did, say which store directories it made private.
+    ctx.report_notices();
+    done
 }

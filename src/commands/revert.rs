@@ -70,7 +70,7 @@ pub(crate) fn rewind(
 }
 
 pub(crate) fn redo(ctx: &Context, out: &Out, flags: &RevertFlags) -> Result<(), CliError> {
-    let session = ctx.person_session()?;
+    let session = ctx.redo_session()?;
     let r = session.redo(options(flags))?;
     show(out, &session, "redo", &r)
 }

@@ -7,7 +7,7 @@
 //! [`Blobs::store_file_then`].) Reading a blob back verifies its hash.
 //! This module never deletes a blob that has its final name.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -84,7 +84,7 @@ impl Blobs {
         hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
     ) -> Result<(String, u64)> {
-        std::fs::create_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
+        sys::create_store_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
         let tmp = self.dir.join(format!(".tmp-{:016x}", random_u64()));
         let result = self.store_via(&tmp, hashed, fill);
         if result.is_err() {
@@ -99,12 +99,14 @@ impl Blobs {
         hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
     ) -> Result<(String, u64)> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(tmp)
-            .map_err(Error::io("create", tmp))?;
+        let mut file = crate::trust::open(
+            sys::store_file_options()
+                .read(true)
+                .write(true)
+                .create_new(true),
+            tmp,
+        )
+        .map_err(crate::trust::store_io("create", tmp))?;
         let (hash, size) = fill(tmp, &mut file)?;
         crate::crash::point("blob-written");
         hashed(&hash, size);
@@ -112,12 +114,13 @@ impl Blobs {
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
         // (one of the wrong size is damaged, and the fresh copy replaces it).
-        if std::fs::metadata(&target).is_ok_and(|m| m.len() == size) {
+        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file() && m.len() == size) {
             drop(file);
             let _ = std::fs::remove_file(tmp);
             // Fresh again: pruning spares blobs changed in its grace period, and
             // this one is about to be named by an entry.
-            let _ = File::open(&target).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+            let _ = crate::trust::open_read(&target)
+                .and_then(|f| f.set_modified(std::time::SystemTime::now()));
             return Ok((hash, size));
         }
         file.sync_all().map_err(Error::io("sync", tmp))?;
@@ -132,12 +135,13 @@ impl Blobs {
 
     /// Opens a blob for reading. The caller verifies the hash while it copies
     /// (see [`crate::hash::copy_hashing`]).
+    /// A blob that is a symbolic link, or another user's, does not open.
     pub(crate) fn open(&self, hash: &str) -> io::Result<File> {
-        File::open(self.path(hash))
+        crate::trust::open_read(&self.path(hash))
     }
 
     pub(crate) fn exists(&self, hash: &str) -> bool {
-        self.path(hash).is_file()
+        std::fs::symlink_metadata(self.path(hash)).is_ok_and(|m| m.is_file())
     }
 
     /// Moves the blob `hash`, found not to match its name, aside to

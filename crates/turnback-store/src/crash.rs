@@ -2,7 +2,10 @@
 //! made to abort right after any step that writes to disk, so that tests can
 //! check what a crash there leaves. `FAILPOINTS="index-renamed=return"` aborts at
 //! the first pass through that point; `"index-renamed=1*off->return"` at the
-//! second. Without the feature every point compiles to nothing.
+//! second. `"prune-listed=sleep(800)"` holds the process there for 800 ms
+//! instead (`fail::eval` sleeps and returns nothing, so nothing aborts): a
+//! test runs another process in that window. Without the feature every point
+//! compiles to nothing.
 
 /// Every crash point, in the order a protected write passes them.
 pub const CRASH_POINTS: &[&str] = &[
@@ -13,6 +16,9 @@ pub const CRASH_POINTS: &[&str] = &[
     "blob-synced",
     "blob-renamed",
     "blob-dir-synced",
+    // A write knows its backup's name and has not recorded its entry yet (the
+    // backup goes on being stored meanwhile).
+    "backup-known",
     "ws-mkdir",
     "ws-mkdir-synced",
     "ws-tmp-written",
@@ -30,6 +36,8 @@ pub const CRASH_POINTS: &[&str] = &[
     "ws-dir-synced",
     "ws-removed",
     "ws-removed-synced",
+    // Prune has decided which sessions to remove and removed none yet.
+    "prune-listed",
 ];
 
 /// Aborts the process here if the environment says so.

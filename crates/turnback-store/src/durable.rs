@@ -2,7 +2,6 @@
 //! over the target, fsync the directory. Used for `index.json`; the workspace has
 //! its own path through the capability (`workspace.rs`).
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
@@ -42,12 +41,14 @@ pub(crate) fn replace(dir: &Path, name: &str, bytes: &[u8], durability: Durabili
 }
 
 fn replace_via(tmp: &Path, target: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(tmp)
-        .map_err(Error::io("create", tmp))?;
+    let mut f = crate::trust::open(
+        sys::store_file_options()
+            .write(true)
+            .create(true)
+            .truncate(true),
+        tmp,
+    )
+    .map_err(crate::trust::store_io("create", tmp))?;
     f.write_all(bytes).map_err(Error::io("write", tmp))?;
     crate::crash::point("index-tmp-written");
     f.sync_all().map_err(Error::io("sync", tmp))?;

@@ -321,6 +321,107 @@ pub enum Error {
         /// The SHA-256 of what arrived.
         actual_sha256: String,
     },
+
+    /// The store home, or a directory or file in it that the operation uses,
+    /// is not safe to use: someone else could have planted or changed what is
+    /// there. Nothing was touched.
+    #[error("{}", unsafe_store(path, reason))]
+    UnsafeStore {
+        /// The directory or file that is not safe (for
+        /// [`UnsafeReason::ForeignWorkspace`], the workspace root).
+        path: PathBuf,
+        /// Why.
+        reason: UnsafeReason,
+    },
+
+    /// A restore would write in a workspace unrelated to the directory the
+    /// session was confined to ([`crate::Session::confine_to`]). Nothing was
+    /// touched.
+    #[error(
+        "session {session:?}: refused, nothing was touched: its change is in {}, not in {} or a directory in or around it",
+        workspace.display(),
+        scope.display()
+    )]
+    OutsideScope {
+        /// The workspace root of the change.
+        workspace: PathBuf,
+        /// The directory the session was confined to.
+        scope: PathBuf,
+        /// The session id.
+        session: String,
+    },
+
+    /// The path is inside the store home (the store lives in the workspace):
+    /// turnback does not change its own files as a workspace file, which
+    /// would lose the change and damage the store. Nothing was touched.
+    #[error(
+        "{}: inside the store home {}; turnback does not change its own store",
+        path.display(),
+        home.display()
+    )]
+    InsideStore {
+        /// The file's real path.
+        path: PathBuf,
+        /// The store home (its real path).
+        home: PathBuf,
+    },
+}
+
+/// Why a part of the store is not safe to use ([`Error::UnsafeStore`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnsafeReason {
+    /// It is a symbolic link (a store directory or file never is).
+    SymbolicLink,
+    /// It belongs to another user.
+    OwnedBy {
+        /// Its owner.
+        uid: u32,
+        /// This process's effective uid.
+        euid: u32,
+    },
+    /// Its group or others may write in it.
+    WritableByOthers {
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A session names it as its workspace, but it belongs to another user.
+    ForeignWorkspace {
+        /// The workspace root's owner.
+        uid: u32,
+        /// This process's effective uid.
+        euid: u32,
+    },
+}
+
+impl fmt::Display for UnsafeReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnsafeReason::SymbolicLink => f.write_str("it is a symbolic link"),
+            UnsafeReason::OwnedBy { uid, euid } => {
+                write!(f, "it is owned by uid {uid}, not by you (uid {euid})")
+            }
+            UnsafeReason::WritableByOthers { mode } => {
+                write!(f, "it is writable by its group or others (mode {mode:o})")
+            }
+            UnsafeReason::ForeignWorkspace { uid, euid } => {
+                write!(f, "it is owned by uid {uid}, not by you (uid {euid})")
+            }
+        }
+    }
+}
+
+fn unsafe_store(path: &std::path::Path, reason: &UnsafeReason) -> String {
+    match reason {
+        UnsafeReason::ForeignWorkspace { .. } => format!(
+            "a session in the store names {} as its workspace, which is not safe to use: {reason}; nothing was touched",
+            path.display()
+        ),
+        _ => format!(
+            "the store at {} is not safe to use: {reason}; nothing was touched",
+            path.display()
+        ),
+    }
 }
 
 /// "12 bytes with SHA-256 ab…", or the half of it that was expected.

@@ -12,7 +12,7 @@
 //! append or compact.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::ops::Deref;
 use std::os::unix::fs::MetadataExt;
@@ -24,6 +24,7 @@ use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{self, Entry, FORMAT_VERSION, FileState, INDEX_FILE, Index, ReadMark};
 use crate::index::{RevertRecord, Turn};
+use crate::trust;
 
 /// The file name of a session's journal.
 pub(crate) const JOURNAL_FILE: &str = "journal.jsonl";
@@ -514,7 +515,9 @@ impl FileId {
 }
 
 fn stat(path: &Path) -> Result<Option<std::fs::Metadata>> {
-    match std::fs::metadata(path) {
+    // Not following a link: a store file never is one, and opening it refuses
+    // one (`trust.rs`).
+    match std::fs::symlink_metadata(path) {
         Ok(m) => Ok(Some(m)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io("read", path)(e)),
@@ -547,7 +550,7 @@ impl Loaded {
             path: path.to_owned(),
             reason,
         };
-        let (index, snapshot) = match File::open(&path) {
+        let (index, snapshot) = match trust::open_read(&path) {
             Ok(mut f) => {
                 let meta = f.metadata().map_err(Error::io("read", &path))?;
                 let mut bytes = Vec::with_capacity(meta.len() as usize);
@@ -557,7 +560,7 @@ impl Loaded {
                 (index, Some(FileId::of(&meta)))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Index::empty(session), None),
-            Err(e) => return Err(Error::io("read", &path)(e)),
+            Err(e) => return Err(trust::store_io("read", &path)(e)),
         };
         let mut loaded = Loaded {
             last_n: index.journal,
@@ -716,11 +719,11 @@ impl Loaded {
         let n = self.last_n + 1;
         let mut line = serde_json::to_vec(&Line { n, ops }).expect("ops always serialize");
         line.push(b'\n');
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&jpath)
-            .map_err(Error::io("open", &jpath))?;
+        let mut f = trust::open(
+            crate::sys::store_file_options().create(true).append(true),
+            &jpath,
+        )
+        .map_err(trust::store_io("open", &jpath))?;
         let meta = f.metadata().map_err(Error::io("read", &jpath))?;
         if meta.len() > self.offset {
             // A torn line of a writer that died: never acknowledged, and in
@@ -787,18 +790,18 @@ impl Loaded {
 }
 
 fn open_journal(path: &Path) -> Result<Option<File>> {
-    match File::open(path) {
+    match trust::open_read(path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("open", path)(e)),
+        Err(e) => Err(trust::store_io("open", path)(e)),
     }
 }
 
 fn open_journal_rw(path: &Path) -> Result<Option<File>> {
-    match OpenOptions::new().write(true).open(path) {
+    match trust::open(crate::sys::store_file_options().write(true), path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("open", path)(e)),
+        Err(e) => Err(trust::store_io("open", path)(e)),
     }
 }
 

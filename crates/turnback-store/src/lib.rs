@@ -70,11 +70,20 @@
 //!
 //! ## Security caveats
 //!
-//! The store trusts the store home: whoever can write there can make a revert
-//! write any contents into a workspace (though never outside it). Keep the home
-//! private (it is created with the user's umask). Files are compared by contents
-//! and permission bits: a `chmod` alone is a change, which a revert takes back
-//! and which refuses a revert that would destroy it.
+//! Whoever can write in the store home can make a revert write any contents
+//! into a workspace, so the store refuses a home it cannot trust
+//! ([`Error::UnsafeStore`]): every store directory an operation uses must be a
+//! real directory (not a symbolic link) of the effective user that no one else
+//! may write, store files are opened without following symbolic links and
+//! must be the user's, and a session's recorded workspace must be the user's
+//! (unless running as root). A handle confined with [`Session::confine_to`]
+//! also refuses to restore in a workspace unrelated to a given directory
+//! ([`Error::OutsideScope`]); the command line confines every session to the
+//! command's workspace. The store is private: directories 0700, files 0600,
+//! and an existing store that others could read is made so when it is used
+//! ([`Store::take_notices`] says which directories). Files are compared by
+//! contents and permission bits: a `chmod` alone is a change, which a revert
+//! takes back and which refuses a revert that would destroy it.
 //!
 //! The on-disk format is described in `docs/FORMAT.md`, the modules in
 //! `docs/ARCHITECTURE.md`.
@@ -100,6 +109,7 @@ mod session;
 mod session_id;
 mod store;
 mod sys;
+mod trust;
 mod turns;
 mod workspace;
 
@@ -110,7 +120,7 @@ pub use checkpoint::Checkpoint;
 #[doc(hidden)]
 pub use crash::CRASH_POINTS;
 pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
-pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result};
+pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result, UnsafeReason};
 pub use home::{HOME_ENV, default_home};
 pub use index::{
     Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,
@@ -123,5 +133,6 @@ pub use revert::{
 pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
 pub use store::{Options, SessionSummary, Store};
+pub use trust::Tightened;
 pub use turns::TurnSummary;
 pub use workspace::Workspace;

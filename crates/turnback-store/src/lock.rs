@@ -7,7 +7,7 @@
 //! open file description). The kernel drops a lock when its holder dies, so
 //! there are no stale locks to break.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -44,13 +44,13 @@ pub(crate) enum Mode {
     Exclusive,
 }
 
+/// Opens (or creates, private) the lock file at `path`, never through a
+/// symbolic link: a link planted there would have the holder note written
+/// into its target (`trust.rs`).
 fn open(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    let mut opts = crate::sys::store_file_options();
+    opts.read(true).write(true).create(true).truncate(false);
+    crate::trust::open(&opts, path)
 }
 
 fn try_take(file: &File, mode: Mode) -> io::Result<bool> {
@@ -149,9 +149,18 @@ pub(crate) fn try_acquire_as(path: &Path, mode: Mode) -> io::Result<Option<LockG
     Ok(try_take(&file, mode)?.then_some(LockGuard { file }))
 }
 
+impl LockGuard {
+    /// True when the locked file is still the one at `path`: a lock taken on a
+    /// file that was renamed away meanwhile (with its directory) protects
+    /// nothing at `path`.
+    pub(crate) fn is_at(&self, path: &Path) -> bool {
+        crate::sys::is_at(&self.file, path)
+    }
+}
+
 fn read_holder(path: &Path) -> Option<String> {
     let mut s = String::new();
-    File::open(path)
+    crate::trust::open_read(path)
         .ok()?
         .take(512)
         .read_to_string(&mut s)

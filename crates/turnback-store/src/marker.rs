@@ -106,7 +106,7 @@ pub(crate) fn write(session_dir: &Path, files: Vec<MarkedFile>) -> Result<()> {
 
 /// True when a marker is there: a revert died, or one is under way.
 pub(crate) fn exists(session_dir: &Path) -> bool {
-    session_dir.join(MARKER).exists()
+    std::fs::symlink_metadata(session_dir.join(MARKER)).is_ok()
 }
 
 /// Removes the marker once the revert's change of the index is recorded.
@@ -120,7 +120,11 @@ pub(crate) fn remove(session_dir: &Path) {
 /// (a file whose lock is busy) keeps the marker for the next lock holder.
 pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<PathBuf>>) {
     let path = session.dir().join(MARKER);
-    let Ok(bytes) = std::fs::read(&path) else {
+    // Never through a symbolic link, and only the user's own file.
+    let Ok(bytes) = crate::trust::open_read(&path).and_then(|mut f| {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut bytes).map(|_| bytes)
+    }) else {
         return;
     };
     let files = match serde_json::from_slice::<OnDisk>(&bytes) {

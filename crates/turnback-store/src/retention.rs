@@ -7,7 +7,7 @@
 //! older than a grace period (a writer may be about to name one).
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use time::OffsetDateTime;
@@ -69,6 +69,28 @@ struct Candidate {
     id: String,
     last_change: SystemTime,
     readable: bool,
+    /// The index files as prune looked at them, to tell at the moment of
+    /// removal whether anything changed the session since.
+    seen: Seen,
+}
+
+/// What identifies the versions of a session's `index.json` and
+/// `journal.jsonl` (every change rewrites or appends to one of them).
+#[derive(Debug, PartialEq, Eq)]
+struct Seen([Option<crate::sys::FileVersion>; 2]);
+
+impl Seen {
+    fn of(dir: &Path) -> Seen {
+        let look = |name: &str| {
+            std::fs::symlink_metadata(dir.join(name))
+                .ok()
+                .map(|m| crate::sys::version_of(&m))
+        };
+        Seen([
+            look(crate::index::INDEX_FILE),
+            look(crate::journal::JOURNAL_FILE),
+        ])
+    }
 }
 
 impl Store {
@@ -87,7 +109,7 @@ impl Store {
             // The index (snapshot or journal) changes with every write and
             // undo; the directory stands in for a session that never wrote one.
             let modified =
-                |name: &str| std::fs::metadata(dir.join(name)).and_then(|m| m.modified());
+                |name: &str| std::fs::symlink_metadata(dir.join(name)).and_then(|m| m.modified());
             let last_change = [
                 modified(crate::index::INDEX_FILE),
                 modified(crate::journal::JOURNAL_FILE),
@@ -95,16 +117,26 @@ impl Store {
             .into_iter()
             .flatten()
             .max()
-            .or_else(|| std::fs::metadata(&dir).and_then(|m| m.modified()).ok())
+            .or_else(|| {
+                std::fs::symlink_metadata(&dir)
+                    .and_then(|m| m.modified())
+                    .ok()
+            })
             .unwrap_or(now);
-            let readable = crate::journal::load(&dir, &id).is_ok();
+            let seen = Seen::of(&dir);
+            // A session directory someone else could have planted or changed
+            // is kept, like one whose index cannot be read.
+            let readable =
+                crate::trust::check_dir(&dir).is_ok() && crate::journal::load(&dir, &id).is_ok();
             candidates.push(Candidate {
                 id,
                 last_change,
                 readable,
+                seen,
             });
         }
         candidates.sort_by_key(|c| std::cmp::Reverse(c.last_change));
+        crate::crash::point("prune-listed");
         let mut report = PruneReport {
             applied: !dry_run,
             removed: Vec::new(),
@@ -118,10 +150,7 @@ impl Store {
                 || age < retention.keep_for
                 || in_use == Some(c.id.as_str())
                 || !c.readable;
-            let dir = self.sessions_dir().join(&c.id);
-            if keep
-                || !self.remove_session(&c.id, dir.clone(), dry_run, &mut report, c.last_change)?
-            {
+            if keep || !self.remove_session(c, dry_run, &mut report)? {
                 report.kept += 1;
                 let (n, bytes) = self.collect_session_garbage(&c.id, retention, dry_run);
                 report.blobs_removed += n;
@@ -132,18 +161,29 @@ impl Store {
         Ok(report)
     }
 
-    /// Removes one session unless a live process holds its lock; true if removed.
+    /// Removes one session unless it is in use; true if removed. In use: a
+    /// handle in any process holds `live` (it may be about to record an entry
+    /// naming a backup it just stored), or a change holds the session's lock,
+    /// or the session changed since prune looked at it (a write that ran to
+    /// completion in between). Decided under both locks, at the moment of
+    /// removal, and never by a guess about time.
     fn remove_session(
         &self,
-        id: &str,
-        dir: PathBuf,
+        c: &Candidate,
         dry_run: bool,
         report: &mut PruneReport,
-        last_change: SystemTime,
     ) -> Result<bool> {
+        let (id, last_change) = (c.id.as_str(), c.last_change);
+        let dir = self.sessions_dir().join(id);
+        let Ok(Some(live)) = lock::try_acquire(&dir.join(crate::session::LIVE_FILE)) else {
+            return Ok(false);
+        };
         let Ok(Some(guard)) = lock::try_acquire(&dir.join("lock")) else {
             return Ok(false);
         };
+        if Seen::of(&dir) != c.seen || crate::journal::load(&dir, id).is_err() {
+            return Ok(false);
+        }
         let bytes = crate::store::dir_size(&dir.join("blobs"));
         if !dry_run {
             // Renamed away first, under the lock, so the session vanishes at once
@@ -152,7 +192,7 @@ impl Store {
                 .sessions_dir()
                 .join(format!(".pruned-{id}-{:08x}", random_u64() as u32));
             std::fs::rename(&dir, &trash).map_err(Error::io("remove session", &dir))?;
-            drop(guard);
+            drop((guard, live));
             std::fs::remove_dir_all(&trash).map_err(Error::io("delete", &trash))?;
         }
         report.removed.push(PrunedSession {
@@ -266,6 +306,8 @@ mod tests {
         let s = store.session("s").unwrap();
         s.write(&ws, "f", &b"x"[..], "m").unwrap();
         age(s.dir(), 100);
+        // An open handle keeps its session in use (see the next test).
+        drop(s);
         let retention = Retention {
             keep_recent: 0,
             ..Retention::default()
@@ -273,9 +315,68 @@ mod tests {
         let removed = |dry| store.prune(&retention, None, dry).unwrap().removed.len();
         assert_eq!(removed(true), 1, "100 days old");
         // A change now lands in the journal; index.json keeps its old time.
+        let s = store.session("s").unwrap();
         s.write(&ws, "f", &b"y"[..], "m").unwrap();
+        drop(s);
         assert_eq!(removed(false), 0, "changed today");
         assert_eq!(store.session_ids().unwrap(), ["s"]);
+    }
+
+    #[test]
+    fn never_removes_a_session_that_a_handle_has_open() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let s = store.session("s").unwrap();
+        s.write(&ws, "f", &b"x"[..], "m").unwrap();
+        age(s.dir(), 100);
+        let none = Retention {
+            keep_recent: 0,
+            ..Retention::default()
+        };
+        // Any clone holds the session; only when the last one goes may it go.
+        let clone = s.clone();
+        drop(s);
+        assert!(store.prune(&none, None, false).unwrap().removed.is_empty());
+        assert_eq!(store.session_ids().unwrap(), ["s"]);
+        drop(clone);
+        assert_eq!(store.prune(&none, None, false).unwrap().removed.len(), 1);
+        assert!(store.session_ids().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_handle_that_locked_a_session_a_prune_renamed_away_starts_it_again() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        store
+            .session("s")
+            .unwrap()
+            .write(&ws, "f", &b"x"[..], "m")
+            .unwrap();
+        let dir = home.path().join("sessions/s");
+        // A prune holds `live` and renames the session away while a handle
+        // that opened `live` just before waits for its shared lock.
+        let live = dir.join(crate::session::LIVE_FILE);
+        let pruning = lock::try_acquire(&live).unwrap().unwrap();
+        let opener = {
+            let store = store.clone();
+            std::thread::spawn(move || store.open_session("s").unwrap())
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        std::fs::rename(&dir, home.path().join("sessions/.pruned-s")).unwrap();
+        drop(pruning);
+        let s = opener.join().unwrap();
+        // Its lock was on the file renamed away: it holds nothing, and its
+        // first change makes the session again, backup and entry together.
+        std::fs::write(wsdir.path().join("g"), "old").unwrap();
+        let e = s.write(&ws, "g", &b"new"[..], "m").unwrap();
+        assert!(s.blobs().exists(e.before.sha256.as_deref().unwrap()));
+        assert_eq!(s.entries().unwrap().len(), 1);
+        s.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(std::fs::read(wsdir.path().join("g")).unwrap(), b"old");
     }
 
     #[test]

@@ -919,6 +919,7 @@ fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
 /// with what the session left: every file is checked before any is touched.
 fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
     for p in plans.iter_mut() {
+        session.check_scope(&p.root.path)?;
         let ws = Workspace::reopen(&p.root)?;
         let now = ws.current_state(&p.rel)?;
         p.status = if now.same_state(&p.target) {

@@ -4,8 +4,10 @@
 //! Every change to the index happens under the session's exclusive lock, on the
 //! index as on disk under that lock: another process may have changed it, so the
 //! handle's cached copy is brought up to date (`journal.rs`) at every
-//! acquisition, never trusted across them. A handle holds no open file, so it is
-//! `Send + Sync` and threads exclude each other exactly as processes do.
+//! acquisition, never trusted across them. A handle opens the lock file anew
+//! for every operation, so it is `Send + Sync` and threads exclude each other
+//! exactly as processes do. The one file it keeps open is `live`, locked
+//! shared while the handle lives, which keeps prune away (`retention.rs`).
 //!
 //! A protected write, and what a crash after each step leaves (`docs/FORMAT.md`
 //! has the full table):
@@ -43,7 +45,9 @@ use crate::store::Store;
 use crate::workspace::{NewContents, OpenFile, Workspace};
 
 /// One session of a store. Cheap to clone (clones share one cache of the
-/// index); holds no open file.
+/// index and one hold on the session). While the session's directory exists,
+/// a handle holds one open file: a shared lock on `live`, which tells
+/// [`Store::prune`] that the session is in use.
 #[derive(Debug, Clone)]
 pub struct Session {
     store: Store,
@@ -53,7 +57,18 @@ pub struct Session {
     /// The index as this process last read it under the lock; brought up to
     /// date (usually by reading a few journal lines) at every acquisition.
     cache: Arc<Mutex<Option<Loaded>>>,
+    /// The shared lock on `<dir>/live`, taken at open if the directory exists,
+    /// else when the first change makes it; released when the last clone goes.
+    live: Arc<Mutex<Option<LockGuard>>>,
+    /// The directory restores are confined to ([`Session::confine_to`]).
+    scope: Option<PathBuf>,
 }
+
+/// The file in a session's directory that every handle using the directory
+/// holds a shared lock on, and prune an exclusive one while it removes the
+/// session: a session some live process has open is never removed. Never
+/// replaced or deleted while the session exists.
+pub(crate) const LIVE_FILE: &str = "live";
 
 /// An entry about to be recorded.
 pub(crate) struct Draft {
@@ -111,6 +126,7 @@ pub struct TrackedFile {
 
 impl Session {
     pub(crate) fn open(store: Store, id: String, dir: PathBuf) -> Result<Session> {
+        store.check_session_dirs(Some(&dir))?;
         let blobs = Blobs::new(dir.join("blobs"));
         let session = Session {
             store,
@@ -118,7 +134,10 @@ impl Session {
             dir,
             blobs,
             cache: Arc::new(Mutex::new(None)),
+            live: Arc::new(Mutex::new(None)),
+            scope: None,
         };
+        session.hold_live(false)?;
         // Settle what a dead writer or revert left half done, so that a session
         // that opens leaves no stray temporary in a workspace.
         if crate::marker::exists(&session.dir) || session.view(|s| !s.in_flight().is_empty())? {
@@ -130,6 +149,38 @@ impl Session {
     /// The session id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// This handle (sharing everything with it), confined to `dir`: every
+    /// undo, revert, rewind, redo and rollback through it refuses
+    /// ([`Error::OutsideScope`], before any file is touched) a change whose
+    /// workspace root is neither `dir`, nor a directory above it, nor one
+    /// inside it. A person's command confines the session to the directory it
+    /// runs in, so that a session naming an unrelated workspace (planted by
+    /// hand, or meant for another project) cannot restore files there.
+    /// `dir` is made canonical when it can be, as workspace roots are.
+    pub fn confine_to(&self, dir: impl AsRef<Path>) -> Session {
+        let dir = dir.as_ref();
+        let scope = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        Session {
+            scope: Some(scope),
+            ..self.clone()
+        }
+    }
+
+    /// [`Error::OutsideScope`] unless a restore in the workspace `root` is
+    /// within this handle's scope (always, for a handle not confined).
+    pub(crate) fn check_scope(&self, root: &Path) -> Result<()> {
+        match &self.scope {
+            Some(scope) if !(root.starts_with(scope) || scope.starts_with(root)) => {
+                Err(Error::OutsideScope {
+                    workspace: root.to_owned(),
+                    scope: scope.clone(),
+                    session: self.id.clone(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The session's directory in the store.
@@ -199,6 +250,7 @@ impl Session {
         message_id: &str,
     ) -> Result<Checkpoint<'a>> {
         let rel = workspace.resolve(path)?;
+        self.store.refuse_inside(&workspace.root().join(&rel))?;
         let lock = self.lock_file(workspace, &rel)?;
         let before = self.back_up_checked(workspace, &rel)?;
         let created_dirs = workspace.missing_dirs(&rel);
@@ -241,6 +293,7 @@ impl Session {
         expected: &Expected,
     ) -> Result<Entry> {
         let rel = workspace.resolve(path)?;
+        self.store.refuse_inside(&workspace.root().join(&rel))?;
         let _lock = self.lock_file(workspace, &rel)?;
         // A damaged index must not leave a new backup behind that no entry
         // will name.
@@ -342,6 +395,7 @@ impl Session {
             };
             // No state: the backup failed, and says why when joined.
             let recorded = hashed_rx.recv().ok().map(|before| {
+                crate::crash::point("backup-known");
                 let (new, after) = prepared?;
                 let in_flight = InFlight {
                     temp: Some(new.temp_name().to_owned()),
@@ -433,6 +487,7 @@ impl Session {
         message_id: &str,
     ) -> Result<Entry> {
         let rel = workspace.resolve(path)?;
+        self.store.refuse_inside(&workspace.root().join(&rel))?;
         let _lock = self.lock_file(workspace, &rel)?;
         let before = self.back_up_checked(workspace, &rel)?;
         let display = workspace.root().join(&rel);
@@ -518,6 +573,9 @@ impl Session {
     ) -> Result<Vec<Entry>> {
         let from_rel = workspace.resolve(&from)?;
         let to_rel = workspace.resolve(&to)?;
+        for rel in [&from_rel, &to_rel] {
+            self.store.refuse_inside(&workspace.root().join(rel))?;
+        }
         let files = BTreeSet::from([
             workspace.root().join(&from_rel),
             workspace.root().join(&to_rel),
@@ -702,17 +760,64 @@ impl Session {
         self.view(|s| s.index().clone())
     }
 
-    /// Creates the session's directory with its first change, durably.
+    /// Creates the session's directory with its first change, durably, and
+    /// holds it (see [`Session::hold_live`]).
     fn ensure_dir(&self) -> Result<()> {
-        if self.dir.is_dir() {
-            return Ok(());
-        }
-        std::fs::create_dir_all(&self.dir)
+        self.hold_live(true)
+    }
+
+    fn make_dir(&self) -> Result<()> {
+        self.store.check_session_dirs(None)?;
+        crate::sys::create_store_dir_all(&self.dir)
             .map_err(Error::io("create session directory", &self.dir))?;
         let sessions = self.store.sessions_dir();
         crate::sys::fsync_dir_path(&sessions).map_err(Error::io("sync directory", &sessions))?;
         crate::sys::fsync_dir_path(self.store.home())
             .map_err(Error::io("sync directory", self.store.home()))
+    }
+
+    /// Takes this handle's shared lock on the session's `live` file, once: a
+    /// prune that wants to remove the session must lock it exclusively first,
+    /// so it never removes a directory some handle is using (a writer between
+    /// storing its backup and recording its entry, say). Without the
+    /// directory, nothing is held, unless `create` makes it. A lock that turns
+    /// out to be on a file no longer at its path belongs to a session a prune
+    /// renamed away meanwhile: the directory is made again (with `create`).
+    fn hold_live(&self, create: bool) -> Result<()> {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if live.is_some() {
+            return Ok(());
+        }
+        let path = self.dir.join(LIVE_FILE);
+        let timeout = self.store.options().session_lock_timeout;
+        for _ in 0..8 {
+            if !self.dir.is_dir() {
+                if !create {
+                    return Ok(());
+                }
+                self.make_dir()?;
+            }
+            match lock::acquire(&path, Mode::Shared, timeout, None) {
+                Ok(guard) if guard.is_at(&path) => {
+                    *live = Some(guard);
+                    return Ok(());
+                }
+                // Renamed away (by a prune) between the look and the lock.
+                Ok(_) => continue,
+                Err(LockError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(LockError::TimedOut { waited, .. }) => {
+                    return Err(Error::SessionBusy {
+                        session: self.id.clone(),
+                        waited,
+                    });
+                }
+                Err(LockError::Io(e)) => return Err(crate::trust::store_io("lock", &path)(e)),
+            }
+        }
+        Err(Error::SessionBusy {
+            session: self.id.clone(),
+            waited: std::time::Duration::ZERO,
+        })
     }
 
     /// Read-modify-write of the index under the exclusive lock. In-flight entries
@@ -814,7 +919,8 @@ impl Session {
     pub(crate) fn lock_file_at(&self, file: &Path) -> Result<LockGuard> {
         let path = self.store.file_lock_path(file);
         let locks = path.parent().expect("lock paths have a parent");
-        std::fs::create_dir_all(locks).map_err(Error::io("create directory", locks))?;
+        self.store.check_locks_dir()?;
+        crate::sys::create_store_dir_all(locks).map_err(Error::io("create directory", locks))?;
         let holder = format!("session {:?} (pid {})", self.id, std::process::id());
         lock::acquire(
             &path,
@@ -828,7 +934,7 @@ impl Session {
                 holder,
                 waited,
             },
-            LockError::Io(e) => Error::io("lock", &path)(e),
+            LockError::Io(e) => crate::trust::store_io("lock", &path)(e),
         })
     }
 }
@@ -848,7 +954,7 @@ pub(crate) fn lock_session_dir(
             session: id.to_owned(),
             waited,
         },
-        LockError::Io(e) => Error::io("lock", &path)(e),
+        LockError::Io(e) => crate::trust::store_io("lock", &path)(e),
     })
 }
 

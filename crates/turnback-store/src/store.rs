@@ -7,6 +7,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -19,6 +20,7 @@ use crate::index::{Entry, Index};
 use crate::lock::{self, Mode};
 use crate::session::Session;
 use crate::session_id;
+use crate::trust::{self, Tightened};
 use crate::workspace::Workspace;
 
 /// Tunables of a store.
@@ -46,6 +48,14 @@ impl Default for Options {
 pub struct Store {
     home: PathBuf,
     options: Options,
+    /// Set once the home and `locks/` passed their check (`trust.rs`): a
+    /// writer takes a file lock for every change, and the check need not
+    /// cost that often.
+    locks_checked: Arc<OnceLock<()>>,
+    /// The directories made private so far, for [`Store::take_notices`].
+    notices: Arc<Mutex<Vec<Tightened>>>,
+    /// The home's real path, once it exists (`refuse_inside`).
+    real_home: Arc<OnceLock<PathBuf>>,
 }
 
 /// One session as [`Store::sessions`] lists it.
@@ -72,11 +82,18 @@ impl Store {
         Ok(Store::new(home::default_home()?))
     }
 
-    /// The store at `home`. Nothing is created until a session is.
+    /// The store at `home`. Nothing is created until a session is. A relative
+    /// `home` is made absolute now, against the current directory, so that a
+    /// later change of directory (or a path resolved against a workspace)
+    /// cannot move the store.
     pub fn new(home: impl Into<PathBuf>) -> Store {
+        let home = home.into();
         Store {
-            home: home.into(),
+            home: std::path::absolute(&home).unwrap_or(home),
             options: Options::default(),
+            locks_checked: Arc::new(OnceLock::new()),
+            notices: Arc::new(Mutex::new(Vec::new())),
+            real_home: Arc::new(OnceLock::new()),
         }
     }
 
@@ -98,6 +115,60 @@ impl Store {
 
     pub(crate) fn sessions_dir(&self) -> PathBuf {
         self.home.join("sessions")
+    }
+
+    /// The store directories this handle (or a clone, or a session of it)
+    /// made private since the last call: directories of an existing store that
+    /// other users could read, as builds before 0700/0600 left them. Each is
+    /// 0700 now, and its files 0600. A caller tells its user (the command line
+    /// prints a note per directory).
+    pub fn take_notices(&self) -> Vec<Tightened> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// [`trust::secure_dir`] (or `secure_home`), keeping what it tightened.
+    fn secure(&self, dir: &Path, home: bool) -> Result<()> {
+        let tightened = match home {
+            true => trust::secure_home(dir)?,
+            false => trust::secure_dir(dir)?,
+        };
+        if let Some(t) = tightened {
+            self.notices
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(t);
+        }
+        Ok(())
+    }
+
+    /// Checks the home and `sessions/`, and (when given) a session's
+    /// directory and its `blobs/`, before they are used: each that exists must
+    /// be a real directory of this user that no one else may write
+    /// ([`Error::UnsafeStore`]); one that others may read is made private.
+    pub(crate) fn check_session_dirs(&self, session_dir: Option<&Path>) -> Result<()> {
+        self.secure(&self.home, true)?;
+        self.secure(&self.sessions_dir(), false)?;
+        if let Some(dir) = session_dir {
+            self.secure(dir, false)?;
+            self.secure(&dir.join("blobs"), false)?;
+        }
+        Ok(())
+    }
+
+    /// [`Store::check_session_dirs`] for the home and `locks/`, before a
+    /// per-file lock is taken: once per store handle (and its clones) once
+    /// they pass.
+    pub(crate) fn check_locks_dir(&self) -> Result<()> {
+        if self.locks_checked.get().is_some() {
+            return Ok(());
+        }
+        self.secure(&self.home, true)?;
+        let locks = self.home.join("locks");
+        self.secure(&locks, false)?;
+        if locks.is_dir() {
+            let _ = self.locks_checked.set(());
+        }
+        Ok(())
     }
 
     /// Opens the session `id`, new or existing. A new session is created on disk
@@ -128,6 +199,7 @@ impl Store {
 
     /// The ids of every session in the home, sorted.
     pub fn session_ids(&self) -> Result<Vec<String>> {
+        self.check_session_dirs(None)?;
         let dir = self.sessions_dir();
         let read = match std::fs::read_dir(&dir) {
             Ok(r) => r,
@@ -202,6 +274,65 @@ impl Store {
         Ok(newest.map(|(id, _)| id))
     }
 
+    /// The session a person working in `dir` most likely means: the one whose
+    /// newest change to a file under `dir` (an entry in effect, or one an
+    /// undo, revert or rewind took back, which redo can put back) is the
+    /// newest of all, by its time or that revert's. A session whose workspace
+    /// merely contains `dir` (a parent directory) but changed nothing under it
+    /// is not one. What `turnback undo`, `rewind`, `log` and `diff` use when no
+    /// session is named. Sessions whose index cannot be read are skipped.
+    pub fn latest_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
+        let dir = dir.as_ref();
+        self.newest_session_by(|idx| {
+            let in_effect = idx
+                .entries
+                .iter()
+                .filter(|e| e.absolute_path().starts_with(dir))
+                .map(|e| e.time);
+            let taken_back = idx
+                .history
+                .iter()
+                .filter(|r| touches_under(r, dir))
+                .map(|r| r.time);
+            in_effect.chain(taken_back).max()
+        })
+    }
+
+    /// The session whose newest undo, revert or rewind of a file under `dir`
+    /// is the newest of all (by the record's time): what `turnback redo` takes
+    /// back when no session is named. Sessions whose index cannot be read are
+    /// skipped.
+    pub fn latest_redo_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
+        let dir = dir.as_ref();
+        self.newest_session_by(|idx| {
+            idx.history
+                .iter()
+                .filter(|r| touches_under(r, dir))
+                .map(|r| r.time)
+                .max()
+        })
+    }
+
+    /// The session for which `when` gives the newest time (ties: the larger
+    /// id), among those it gives one for.
+    fn newest_session_by(
+        &self,
+        when: impl Fn(&Index) -> Option<OffsetDateTime>,
+    ) -> Result<Option<String>> {
+        let mut best: Option<(OffsetDateTime, String)> = None;
+        for id in self.session_ids()? {
+            let Ok(idx) = self.read_index(&id) else {
+                continue;
+            };
+            if let Some(t) = when(&idx)
+                && best.as_ref().is_none_or(|(b, _)| t >= *b)
+            {
+                best = Some((t, id));
+            }
+        }
+        Ok(best.map(|(_, id)| id))
+    }
+
     /// The newest entry in effect, across every session of the home, that
     /// `wanted` accepts, with its session's id. Sessions whose index cannot be
     /// read are skipped. A caller that holds the lock of session `holding`
@@ -218,6 +349,9 @@ impl Store {
         let mut best: Option<(String, Entry)> = None;
         for id in self.session_ids()? {
             let dir = self.sessions_dir().join(&id);
+            if crate::trust::check_dir(&dir).is_err() {
+                continue;
+            }
             let idx = match holding {
                 None => self.read_index(&id),
                 Some(_) => {
@@ -251,8 +385,30 @@ impl Store {
     /// `index.json`, and a read between the two files could miss entries.
     fn read_index(&self, id: &str) -> Result<Index> {
         let dir = self.sessions_dir().join(id);
+        crate::trust::check_dir(&dir)?;
         let _guard = crate::session::lock_session_dir(self, id, &dir, Mode::Shared)?;
         crate::journal::load(&dir, id)
+    }
+
+    /// [`Error::InsideStore`] when the file at the absolute real path `file`
+    /// is in the store home (or is the home): a workspace that holds the
+    /// store must not have its store changed as one of its files.
+    pub(crate) fn refuse_inside(&self, file: &Path) -> Result<()> {
+        let home = match self.real_home.get() {
+            Some(home) => home.clone(),
+            None => match std::fs::canonicalize(&self.home) {
+                // Found once it exists: a writer asks for every change.
+                Ok(home) => self.real_home.get_or_init(|| home).clone(),
+                Err(_) => trust::real_path(&self.home),
+            },
+        };
+        if file.starts_with(&home) {
+            return Err(Error::InsideStore {
+                path: file.to_owned(),
+                home,
+            });
+        }
+        Ok(())
     }
 
     /// The lock that serializes checkpoints of one real file across sessions,
@@ -263,6 +419,15 @@ impl Store {
         h.update(file.as_os_str().as_encoded_bytes());
         self.home.join("locks").join(to_hex(&h.finalize()))
     }
+}
+
+/// True when the revert `r` took back or restored a file under `dir`.
+fn touches_under(r: &crate::index::RevertRecord, dir: &Path) -> bool {
+    r.files
+        .iter()
+        .map(|f| f.workspace.path.join(&f.path))
+        .chain(r.entries.iter().map(Entry::absolute_path))
+        .any(|f| f.starts_with(dir))
 }
 
 pub(crate) fn dir_size(dir: &Path) -> u64 {
@@ -280,6 +445,15 @@ pub(crate) fn dir_size(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_home_is_made_absolute_at_once() {
+        let store = Store::new("rel/store");
+        assert!(store.home().is_absolute(), "{}", store.home().display());
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(store.home(), cwd.join("rel/store"));
+        assert!(store.session("s").unwrap().dir().is_absolute());
+    }
 
     #[test]
     fn listing_waits_for_a_session_in_the_middle_of_a_change() {

@@ -74,6 +74,9 @@ impl Workspace {
         if (dev, ino) != (recorded.dev, recorded.ino) {
             return Err(moved("another directory is at that path now".into()));
         }
+        // A session that names another user's directory is not this user's
+        // to restore in.
+        crate::trust::check_workspace_owner(&recorded.path, sys::owner(&md).0)?;
         Ok(Workspace {
             root: recorded.path.clone(),
             dir,

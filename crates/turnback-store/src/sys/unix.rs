@@ -29,9 +29,14 @@ pub(crate) fn fsync_dir(dir: &Dir) -> io::Result<()> {
 }
 
 /// Makes the entries of the directory at `path` (in the store, never the
-/// workspace) durable.
+/// workspace) durable. A symbolic link there is not followed.
 pub(crate) fn fsync_dir_path(path: &std::path::Path) -> io::Result<()> {
-    File::open(path)?.sync_all()
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::DIRECTORY | OFlags::CLOEXEC).bits() as i32)
+        .open(path)?
+        .sync_all()
 }
 
 /// A writer into an empty file that keeps holes, and asks the kernel to start
@@ -186,6 +191,77 @@ pub(crate) fn link_tmpfile(file: &File, dir: &Dir, name: &str) -> io::Result<()>
         AtFlags::SYMLINK_FOLLOW,
     )?;
     Ok(())
+}
+
+/// True when the open `file` is the file at `path` now (same device and
+/// inode; the path's last component is not followed): false once the file was
+/// renamed away or replaced, or the path is gone.
+pub(crate) fn is_at(file: &File, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// This process's effective uid: whose store and workspaces it trusts.
+pub(crate) fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Owner, and permission bits, of a file's metadata.
+pub(crate) fn owner_and_mode(md: &std::fs::Metadata) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    (md.uid(), md.mode() & 0o7777)
+}
+
+/// The mode a store directory is created with: private, since backups hold
+/// whatever the user's files held (the umask can only take bits away).
+pub(crate) const STORE_DIR_MODE: u32 = 0o700;
+
+/// The mode a store file is created with: private.
+pub(crate) const STORE_FILE_MODE: u32 = 0o600;
+
+/// Sets the permission bits of the file or directory at `path` (which the
+/// caller has just seen, with `lstat`, not to be a symbolic link).
+pub(crate) fn set_path_mode(path: &std::path::Path, mode: u32) -> io::Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Options to open a store file with: never through a symbolic link at the
+/// last component (`O_NOFOLLOW`; the directories above are checked
+/// separately), not inherited by children, created with [`STORE_FILE_MODE`].
+pub(crate) fn store_file_options() -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.custom_flags((OFlags::NOFOLLOW | OFlags::CLOEXEC).bits() as i32)
+        .mode(STORE_FILE_MODE);
+    opts
+}
+
+/// True when `e` is what opening a symbolic link with `O_NOFOLLOW` gives.
+pub(crate) fn is_symlink_refusal(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+}
+
+/// Creates the store directory `path` and any missing parents, with
+/// [`STORE_DIR_MODE`].
+pub(crate) fn create_store_dir_all(path: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(STORE_DIR_MODE)
+        .create(path)
+}
+
+/// Device, inode, size and modification time (seconds, nanoseconds): what
+/// tells one version of a store file from another without reading it.
+pub(crate) type FileVersion = (u64, u64, u64, i64, i64);
+
+/// The [`FileVersion`] of a file's metadata.
+pub(crate) fn version_of(md: &std::fs::Metadata) -> FileVersion {
+    use std::os::unix::fs::MetadataExt;
+    (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec())
 }
 
 /// Device and inode: what makes a directory the same directory.
