@@ -36,3 +36,5 @@ mod races;
 mod defects;
 // What a write and a restore keep besides bytes (owner, links, holes), stdin, escaped names.
 mod fidelity;
+// Backups by clone on a filesystem that makes them (TURNBACK_REFLINK_DIR), told from copies.
+mod clones;
