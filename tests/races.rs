@@ -14,18 +14,23 @@
 //! entry can be undone.
 //!
 //! The helper is this test binary run again in a helper mode: the test
-//! `races::swapper` does nothing unless `TURNBACK_RACE_SWAPPER` is set. The
+//! `races::swapper`, ignored in an ordinary run (the harness lists it as
+//! ignored, with why) and run with `--ignored` by the races, with
+//! `TURNBACK_RACE_SWAPPER` set. The
 //! real directory is moved aside *inside* the workspace (`d` → `d.aside`): a
 //! directory moved out of the workspace carries every descriptor open on it,
 //! which is moving the files, not redirecting a path.
 //!
 //! Each race has two tiers that run the same code: a short one of
 //! [`SHORT_ATTEMPTS`] attempts (a few seconds) that always runs, and a long one
-//! of [`LONG_ATTEMPTS`] that runs only when `TURNBACK_LONG_TESTS=1` is set (and
-//! otherwise returns at once, saying so):
+//! of [`LONG_ATTEMPTS`] (or `TURNBACK_LONG_ATTEMPTS`) that runs only when
+//! `TURNBACK_LONG_TESTS=1` is set, and otherwise says it skipped
+//! ([`util::skip`]: on stderr and in the skip log that `.ci/run` prints at its
+//! end). CI runs the long tier with a bounded number of attempts:
 //!
 //! ```text
 //! TURNBACK_LONG_TESTS=1 cargo test --release --test tests races:: -- --nocapture
+//! TURNBACK_LONG_TESTS=1 TURNBACK_LONG_ATTEMPTS=2000 cargo test --test tests races::long_
 //! ```
 //!
 //! **Many processes.** Eight `turnback` processes (shell loops) work at once on
@@ -49,7 +54,8 @@ use crate::util::{self, Rng, forced, names_under, plain, sha256_hex, stray_temps
 
 /// Revert attempts of the short tier, which runs in CI.
 const SHORT_ATTEMPTS: usize = 300;
-/// Revert attempts of the long tier (`TURNBACK_LONG_TESTS=1`).
+/// Revert attempts of the long tier (`TURNBACK_LONG_TESTS=1`), unless
+/// `TURNBACK_LONG_ATTEMPTS` says otherwise.
 const LONG_ATTEMPTS: usize = 10_000;
 /// How long (at most, in microseconds) the swapper leaves the swapped path as
 /// it found it, and as a link (or another directory).
@@ -63,6 +69,26 @@ const SWAPPER_ENV: &str = "TURNBACK_RACE_SWAPPER";
 
 fn long_tests() -> bool {
     std::env::var("TURNBACK_LONG_TESTS").is_ok_and(|v| v == "1")
+}
+
+/// The attempts of a long tier: `TURNBACK_LONG_ATTEMPTS` (CI bounds the
+/// tier with it), else [`LONG_ATTEMPTS`].
+fn long_attempts() -> usize {
+    match std::env::var("TURNBACK_LONG_ATTEMPTS") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("TURNBACK_LONG_ATTEMPTS={v:?} is not a number")),
+        Err(_) => LONG_ATTEMPTS,
+    }
+}
+
+/// True when the long tiers run; else `test` says it skipped.
+fn long_or_skip(test: &str) -> bool {
+    let long = long_tests();
+    if !long {
+        util::skip(test, "the long tier runs with TURNBACK_LONG_TESTS=1");
+    }
+    long
 }
 
 fn is_link(p: &Path) -> bool {
@@ -251,9 +277,14 @@ impl SwapPaths {
 /// swapper at full speed leaves the real directory in place so briefly that
 /// hardly an operation gets through, and the race would test only refusals.
 #[test]
+#[ignore = "a helper process: the race tests run it with --ignored"]
 fn swapper() {
     let Ok(mode) = std::env::var(SWAPPER_ENV) else {
-        return; // An ordinary run: nothing to do.
+        util::skip(
+            util::this_test!(),
+            "a helper process: runs only when a race starts it",
+        );
+        return;
     };
     let var = |name: &str| {
         PathBuf::from(std::env::var_os(name).unwrap_or_else(|| panic!("{name} is not set")))
@@ -323,6 +354,7 @@ impl Swapper {
             .args([
                 "--exact",
                 "races::swapper",
+                "--ignored",
                 "--nocapture",
                 "--test-threads=1",
             ])
@@ -797,11 +829,10 @@ fn a_directory_swapped_for_a_link_out_while_reverting_writes_nothing_outside() {
 
 #[test]
 fn long_a_directory_swapped_for_a_link_out_while_reverting_writes_nothing_outside() {
-    if !long_tests() {
-        eprintln!("skipped: the long tier runs with TURNBACK_LONG_TESTS=1");
+    if !long_or_skip(util::this_test!()) {
         return;
     }
-    dir_race("race-dir-long", LONG_ATTEMPTS);
+    dir_race("race-dir-long", long_attempts());
 }
 
 // --- The workspace root swapped for another directory -----------------------
@@ -875,11 +906,10 @@ fn a_root_swapped_for_another_directory_while_reverting_writes_nothing_outside()
 
 #[test]
 fn long_a_root_swapped_for_another_directory_while_reverting_writes_nothing_outside() {
-    if !long_tests() {
-        eprintln!("skipped: the long tier runs with TURNBACK_LONG_TESTS=1");
+    if !long_or_skip(util::this_test!()) {
         return;
     }
-    root_race("race-root-long", LONG_ATTEMPTS);
+    root_race("race-root-long", long_attempts());
 }
 
 // ---------------------------------------------------------------------------
