@@ -38,3 +38,7 @@ mod defects;
 mod fidelity;
 // Backups by clone on a filesystem that makes them (TURNBACK_REFLINK_DIR), told from copies.
 mod clones;
+// The syncs the binary asks the kernel for, counted with strace.
+mod syncs;
+// A git repository as the workspace: what turnback writes under .git, and what it leaves.
+mod git;
