@@ -2,7 +2,10 @@
 //! made to abort right after any step that writes to disk, so that tests can
 //! check what a crash there leaves. `FAILPOINTS="index-renamed=return"` aborts at
 //! the first pass through that point; `"index-renamed=1*off->return"` at the
-//! second. Without the feature every point compiles to nothing.
+//! second. `"journal-synced=sleep(30000)"` does not abort: the thread sleeps
+//! there (30 s), so that a test can act on a process held right after that
+//! step (kill it, watch what it wrote: `tests/processes.rs`). Without the
+//! feature every point compiles to nothing.
 
 /// Every crash point, in the order a protected write passes them.
 pub const CRASH_POINTS: &[&str] = &[
