@@ -20,8 +20,9 @@
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
 //! and are removed at the end. Progress goes to stderr, the table to stdout.
-//! With `$TURNBACK_BENCH_REFLINK_DIR` naming a directory on a filesystem that
-//! can clone files (XFS, btrfs), section 1 runs there too, as rows of its own.
+//! With `$TURNBACK_REFLINK_DIR` naming a directory on a filesystem that
+//! can clone files (XFS, btrfs), section 1 runs there too, as rows of its own
+//! (the same variable sends the clone tests of `tests/clones.rs` there).
 
 use std::fs;
 use std::io::Write;
@@ -255,7 +256,7 @@ fn write_through(b: &mut Bench) {
     write_through_in(b, &dir, "");
     count_fsyncs(b, &dir);
     sha256_rate(b);
-    if let Some(base) = std::env::var_os("TURNBACK_BENCH_REFLINK_DIR") {
+    if let Some(base) = std::env::var_os("TURNBACK_REFLINK_DIR") {
         let dir = tempfile::tempdir_in(base).unwrap();
         let fs_type = Command::new("stat")
             .args(["-f", "-c", "%T"])

@@ -887,7 +887,8 @@ fn prune_dry_run_reports_what_it_would_delete_and_deletes_nothing() {
     }
     let s20 = store.session("s20").unwrap();
     fs::write(env.path("g"), b"gold").unwrap();
-    assert!(s20.write(&ws, "g", Broken, "m").is_err());
+    let err = s20.write(&ws, "g", Broken, "m").unwrap_err();
+    assert!(err.to_string().contains("the agent's pipe closed"), "{err}");
     let blob = s20.dir().join("blobs").join(sha256_hex(b"gold"));
     assert!(blob.is_file());
     set_mtime(&blob, SystemTime::now() - Duration::from_secs(7200));

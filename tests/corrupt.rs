@@ -626,7 +626,10 @@ fn a_bad_session_id_is_refused_and_creates_nothing() {
                 "{op}({id:?}) created something"
             );
         }
-        assert!(turnback_store::validate_session_id(id).is_err(), "{id:?}");
+        match turnback_store::validate_session_id(id) {
+            Err(Error::InvalidSessionId { id: got, .. }) => assert_eq!(got, id),
+            other => panic!("validate_session_id({id:?}): {other:?}"),
+        }
     }
     // Control: a good id is accepted right beside them, and its session is
     // on disk from its first change (not before: a failed call leaves nothing).

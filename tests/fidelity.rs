@@ -129,10 +129,8 @@ fn a_sparse_file_is_backed_up_and_restored_with_its_holes() {
     f.write_all_at(&[0xcd; 4096], SIZE - 4096).unwrap();
     drop(f);
     if allocated(&p) >= FAR_BELOW {
-        eprintln!(
-            "skipped: this filesystem does not keep holes in {}",
-            p.display()
-        );
+        let why = format!("this filesystem does not keep holes in {}", p.display());
+        util::skip(util::this_test!(), &why);
         return;
     }
     let original = util::read(&p);
@@ -313,11 +311,15 @@ fn a_short_producer_with_an_expected_size_or_hash_writes_nothing() {
 
 // ------------------------------------------------------- owners, setuid bits
 
-/// True when the tests run as root; else the test says it skipped.
-fn root_or_skip(what: &str) -> bool {
+/// True when the tests run as root; else `test` says it skipped
+/// ([`util::skip`]).
+fn root_or_skip(test: &str, what: &str) -> bool {
     let root = rustix::process::geteuid().is_root();
     if !root {
-        eprintln!("skipped: {what} needs root (to make files of other users)");
+        util::skip(
+            test,
+            &format!("{what} needs root (to make files of other users)"),
+        );
     }
     root
 }
@@ -357,7 +359,7 @@ fn tb_ok(mut cmd: Command, args: &[&str], stdin: &[u8]) {
 
 #[test]
 fn as_root_a_write_and_its_undo_keep_another_users_owner_and_setuid_bit() {
-    if !root_or_skip("keeping another user's owner") {
+    if !root_or_skip(util::this_test!(), "keeping another user's owner") {
         return;
     }
     let env = Env::new();
@@ -392,7 +394,7 @@ fn as_root_a_write_and_its_undo_keep_another_users_owner_and_setuid_bit() {
 #[test]
 fn an_unprivileged_writer_never_makes_another_users_setuid_file_its_own() {
     use std::os::unix::process::CommandExt;
-    if !root_or_skip("running a writer as another user") {
+    if !root_or_skip(util::this_test!(), "running a writer as another user") {
         return;
     }
     let env = Env::new();

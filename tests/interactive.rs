@@ -3,7 +3,7 @@
 //! `examples/agent.rs`, driven line by line as a person would type.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use turnback_store::Store;
@@ -133,17 +133,54 @@ fn the_picker_pages_through_a_long_session() {
     );
 }
 
-/// The example agent, built beside the binary by `cargo test`.
+/// The example agent (`examples/agent.rs`), built here by cargo, in the
+/// profile and target directory of the binary under test: `cargo test --test
+/// tests` builds no example, so without this the test ran whatever agent an
+/// earlier `cargo test --workspace` had left (or none). Fails, with cargo's
+/// errors, if it cannot be built.
 fn example_agent() -> PathBuf {
-    let dir = util::bin().parent().unwrap().join("examples");
-    dir.join(format!("agent{}", std::env::consts::EXE_SUFFIX))
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let bin = util::bin();
+            let profile_dir = bin.parent().unwrap();
+            let profile = match profile_dir.file_name().unwrap().to_str().unwrap() {
+                "debug" => "dev",
+                other => other,
+            };
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "--example", "agent", "--profile", profile])
+                .arg("--message-format=json-render-diagnostics")
+                .arg("--manifest-path")
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+                .arg("--target-dir")
+                .arg(profile_dir.parent().unwrap())
+                .stdin(Stdio::null())
+                .output()
+                .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "cargo could not build examples/agent.rs:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let built = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "agent")
+                .and_then(|m| m["executable"].as_str().map(PathBuf::from))
+                .expect("cargo names the agent it built");
+            assert!(built.is_file(), "{} is missing", built.display());
+            built
+        })
+        .clone()
 }
 
 #[test]
 fn the_example_agent_undoes_redoes_and_rewinds_files_and_conversation() {
     let env = Env::new();
     let typed = "make a hello world\nadd a greeting\ntidy the notes\nclean up\n\
-                 /undo\n/redo\n/rewind\n2\ny\n/log\n/quit\n";
+                 /diff\n/undo\n/redo\n/rewind\n2\ny\n/log\n/quit\n";
     let mut child = Command::new(example_agent())
         .arg(env.ws.path())
         .arg(env.home.path())
@@ -151,7 +188,7 @@ fn the_example_agent_undoes_redoes_and_rewinds_files_and_conversation() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("cargo test builds examples/agent.rs");
+        .expect("the example agent runs");
     child
         .stdin
         .take()
@@ -174,6 +211,29 @@ fn the_example_agent_undoes_redoes_and_rewinds_files_and_conversation() {
     ] {
         assert!(shown.contains(call), "{call}: {shown}");
     }
+    // /diff after the four turns: each file against what it was before the
+    // session (what is gone again, src/greet.rs and NOTES.md, is no change),
+    // and nothing else in the output of that command.
+    let outputs: Vec<&str> = shown.split("\n> ").collect();
+    assert_eq!(
+        outputs[5],
+        "docs/NOTES.md: new file, +2 -0\n\
+         --- /dev/null\n\
+         +++ b/docs/NOTES.md\n\
+         @@ -0,0 +1,2 @@\n\
+         +# Notes\n\
+         +- removed greet.rs\n\
+         src/main.rs: new file, +4 -0\n\
+         --- /dev/null\n\
+         +++ b/src/main.rs\n\
+         @@ -0,0 +1,4 @@\n\
+         +fn main() {\n\
+         +    println!(\"hello\");\n\
+         +}\n\
+         +// greets the user\n\
+         2 files changed, 6 insertions(+), 0 deletions(-)",
+        "what /diff showed"
+    );
     // /undo took back the last edit of docs/NOTES.md, /redo put it back.
     assert!(
         shown.contains("undo in session") && shown.contains("redo in session"),

@@ -10,7 +10,9 @@
 //! workspace. After every step the two must agree on:
 //!
 //! - the workspace: every file's bytes and mode, every directory, and no stray
-//!   `.turnback-*` temporary (nor a store temporary in the home);
+//!   `.turnback-*` temporary (nor a store temporary in the home, but for the
+//!   backup temporaries `blobs/.tmp-*` that a crashed writer left, which only
+//!   pruning removes);
 //! - `Session::entries()`: seq, message id, path, version, turn, group, before
 //!   and after (contents, size, mode), created directories, nothing in flight;
 //! - `Session::turn_bounds()`, `Session::history()` (kind, entries, turns, files
@@ -23,9 +25,16 @@
 //! number; `undo`, `revert(path)`, `rewind(message)`, `rewind_to_turn(n)` and
 //! `redo`, each plain, forced or as a dry run; `begin_turn`; the person editing,
 //! deleting or chmod-ing a file by hand; another session writing or removing a
-//! file; and "crash and reopen" (every handle dropped, the store, session and
-//! workspace opened again from disk). Refusals are predicted from the files as
-//! they are, with the session and message the store names as the changer.
+//! file; "reopen" (every handle dropped, the store, session and workspace
+//! opened again from disk); and a crash: a `turnback write` process (the built
+//! binary, as `failpoints.rs` runs it) aborted at a crash point the model
+//! picks among those the write passes, then everything reopened, which
+//! settles what it left. The model predicts what recovery leaves from where
+//! the point is: before the entry is recorded, nothing; between the entry and
+//! the rename over the file, nothing but a sequence number used up (the entry
+//! is dropped, the directories it made removed); after the rename, the whole
+//! write. Refusals are predicted from the files as they are, with the session
+//! and message the store names as the changer.
 //!
 //! A default run is 64 cases of up to 30 steps, about 1,000 operations (it
 //! prints the count with `--nocapture`): some 4 s in a debug build on tmpfs,
@@ -82,6 +91,8 @@ thread_local! {
     static OPS: Cell<u64> = const { Cell::new(0) };
     /// Cases (fresh stores) started by this thread.
     static CASES: Cell<u64> = const { Cell::new(0) };
+    /// `turnback write` processes aborted at a crash point by this thread.
+    static CRASHES: Cell<u64> = const { Cell::new(0) };
 }
 
 /// The mode of a file created with 0o666 (the umask applied), as both the store
@@ -224,6 +235,15 @@ pub enum Op {
     },
     /// Every handle dropped; store, session and workspace opened again.
     Reopen,
+    /// `turnback write path` (contents `data`) in the session, aborted at a
+    /// crash point ([`Model::crash_points`], picked among them), then every
+    /// handle dropped and opened again.
+    Crash {
+        path: &'static str,
+        data: String,
+        msg: &'static str,
+        pick: u8,
+    },
 }
 
 fn path() -> impl Strategy<Value = &'static str> {
@@ -376,6 +396,17 @@ fn op(m: &Model) -> BoxedStrategy<Op> {
                 .boxed(),
         ),
         (1, Just(Op::Reopen).boxed()),
+        (
+            2,
+            (path(), data(), msg(), any::<u8>())
+                .prop_map(|(path, data, msg, pick)| Op::Crash {
+                    path,
+                    data,
+                    msg,
+                    pick,
+                })
+                .boxed(),
+        ),
     ];
     Union::new_weighted(arms).boxed()
 }
@@ -569,6 +600,24 @@ pub struct Model {
     seq_arg: u64,
     /// The turn the last rewind to a turn resolved to.
     turn_arg: u32,
+    /// The crash point the last crash resolved to.
+    crash_at: &'static str,
+    /// The session's `index.json` is on disk for certain (a change was
+    /// recorded): its next change is a journal line, which passes the
+    /// journal's crash points.
+    snapshot: bool,
+}
+
+/// What a crash at a point of a write leaves once recovery settled it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Crashed {
+    /// Killed before the entry was recorded: nothing.
+    Nothing,
+    /// After the entry, before the rename: the entry is dropped (the file is
+    /// at "before"), but its sequence number stays used.
+    SeqUsed,
+    /// After the rename: the write happened, and its entry stays.
+    Written,
 }
 
 impl fmt::Debug for Model {
@@ -618,6 +667,8 @@ impl Model {
             expect: Expect::Done,
             seq_arg: 0,
             turn_arg: 0,
+            crash_at: "",
+            snapshot: false,
         };
         for (p, d) in files {
             m.put(p, Some((d.into_bytes(), default_mode())));
@@ -687,6 +738,7 @@ impl Model {
 
     /// `Session::record`: one step's entries, grouped when more than one.
     fn record(&mut self, msg: &'static str, drafts: Vec<Draft>) -> Vec<u64> {
+        self.snapshot = true;
         let group = (drafts.len() > 1).then_some(self.next_seq);
         let turn = self.current_turn();
         let mut seqs = Vec::new();
@@ -1051,6 +1103,60 @@ impl Model {
         }
     }
 
+    /// The crash points a `turnback write` of `path` passes, in order (their
+    /// first pass), with what a crash there leaves. Only points whose place
+    /// relative to the entry's record is certain: the backup thread's later
+    /// points run while the entry is recorded, in either order.
+    fn crash_points(&self, path: &str) -> Vec<(&'static str, Crashed)> {
+        use Crashed::*;
+        let missing = !self.missing_dirs(path).is_empty();
+        let mut points = Vec::new();
+        if self.files.contains_key(path) {
+            // The backup's temporary written and hashed: the writer records
+            // its entry only once told the backup's name, just after.
+            points.push(("blob-written", Nothing));
+        }
+        // Missing directories are recorded (an entry in flight) before they
+        // are made, and the new contents are made after them.
+        let made_after_record = if missing { SeqUsed } else { Nothing };
+        if missing {
+            points.extend([("ws-mkdir", SeqUsed), ("ws-mkdir-synced", SeqUsed)]);
+        }
+        points.extend([
+            ("ws-tmp-written", made_after_record),
+            ("ws-tmp-synced", made_after_record),
+        ]);
+        if self.snapshot {
+            // The entry's journal line (the first change of a session writes
+            // index.json instead, through other points).
+            points.extend([("journal-written", SeqUsed), ("journal-synced", SeqUsed)]);
+        }
+        points.extend([
+            ("ws-tmp-linked", SeqUsed),
+            ("ws-renamed", Written),
+            ("ws-dir-synced", Written),
+        ]);
+        points
+    }
+
+    /// The crash point `pick` resolves to for a write of `data` to `path`,
+    /// and what a crash there leaves.
+    fn crash(&self, path: &str, data: &str, pick: u8) -> (&'static str, Crashed) {
+        let points = self.crash_points(path);
+        let (point, crashed) = points[pick as usize % points.len()];
+        // New contents the file already has: recovery finds the file at
+        // "after" as much as at "before", and keeps the entry
+        // (`settle_in_flight` asks "after" first).
+        let unchanged = self
+            .files
+            .get(path)
+            .is_some_and(|(bytes, _)| bytes == data.as_bytes());
+        match crashed {
+            Crashed::SeqUsed if unchanged => (point, Crashed::Written),
+            other => (point, other),
+        }
+    }
+
     fn step(&mut self, op: &Op) -> Expect {
         match op {
             Op::Write { path, data, msg } => {
@@ -1194,6 +1300,7 @@ impl Model {
                 self.revert(&seqs, *how, Some("rewind-turn"), Some(n))
             }
             Op::BeginTurn => {
+                self.snapshot = true;
                 let n = self.next_turn;
                 self.next_turn += 1;
                 self.turns.push(n);
@@ -1226,6 +1333,35 @@ impl Model {
                 Expect::Done
             }
             Op::Reopen => Expect::Done,
+            Op::Crash {
+                path,
+                data,
+                msg,
+                pick,
+            } => {
+                let (point, crashed) = self.crash(path, data, *pick);
+                self.crash_at = point;
+                match crashed {
+                    Crashed::Nothing => {}
+                    Crashed::SeqUsed => {
+                        self.next_seq += 1;
+                        self.snapshot = true;
+                    }
+                    Crashed::Written => {
+                        let (before, after, created_dirs) = self.write_through(path, data);
+                        self.record(
+                            msg,
+                            vec![Draft {
+                                path,
+                                before,
+                                after: Some(after),
+                                created_dirs,
+                            }],
+                        );
+                    }
+                }
+                Expect::Done
+            }
         }
     }
 }
@@ -1263,6 +1399,10 @@ pub struct Real {
     session: Session,
     other: Session,
     ws: Workspace,
+    /// Backup temporaries (`blobs/.tmp-*`, relative to the home) that crashed
+    /// writers left: nothing but pruning removes them, and nothing else may
+    /// leave one.
+    crash_temps: BTreeSet<std::path::PathBuf>,
 }
 
 impl Real {
@@ -1273,6 +1413,7 @@ impl Real {
             session,
             other,
             ws,
+            crash_temps,
         } = self;
         drop((session, other, ws));
         let store = Store::new(home.path());
@@ -1295,8 +1436,59 @@ impl Real {
             session,
             other,
             ws,
+            crash_temps,
         }
     }
+
+    /// Runs `turnback write path` (contents `data`) in the session as a child
+    /// process that aborts at crash point `point` (its first pass), and
+    /// notes the backup temporaries it left. The write must abort there.
+    fn crash_write(&mut self, path: &str, data: &str, msg: &str, point: &str) {
+        use std::io::Write;
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::process::Command::new(crate::util::bin())
+            .args(["write", path, "--message", msg])
+            .current_dir(self.dir.path())
+            .env("TURNBACK_HOME", self.home.path())
+            .env("TURNBACK_SESSION", MAIN)
+            .env_remove("TURNBACK_WORKSPACE")
+            .env("FAILPOINTS", format!("{point}=return"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn turnback");
+        // A writer that aborts before it reads its input closes the pipe.
+        let _ = child.stdin.take().unwrap().write_all(data.as_bytes());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(6),
+            "turnback write {path} did not abort at {point}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        CRASHES.with(|c| c.set(c.get() + 1));
+        self.crash_temps
+            .extend(store_temps(self.home.path()).into_iter().filter(|p| {
+                p.parent().and_then(Path::file_name) == Some("blobs".as_ref())
+                    && p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with(".tmp-")
+            }));
+    }
+}
+
+/// The store's temporaries under `home` (relative to it): `.tmp-*` and `*.tmp`.
+fn store_temps(home: &Path) -> BTreeSet<std::path::PathBuf> {
+    names_under(home)
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(".tmp-") || name.ends_with(".tmp")
+        })
+        .collect()
 }
 
 /// The person's edit, on the real workspace.
@@ -1539,6 +1731,7 @@ impl StateMachineTest for StoreTest {
             ws: Workspace::open(dir.path()).unwrap(),
             home,
             dir,
+            crash_temps: BTreeSet::new(),
         }
     }
 
@@ -1589,6 +1782,13 @@ impl StateMachineTest for StoreTest {
                 real = real.reopen(model);
                 Expect::Done
             }
+            Op::Crash {
+                path, data, msg, ..
+            } => {
+                real.crash_write(path, data, msg, model.crash_at);
+                real = real.reopen(model);
+                Expect::Done
+            }
         };
         assert_eq!(got, model.expect, "what {op:?} returned");
         real
@@ -1601,12 +1801,9 @@ impl StateMachineTest for StoreTest {
             temps.is_empty(),
             "stray temporaries in the workspace: {temps:?}"
         );
-        let store_temps: Vec<_> = names_under(real.home.path())
+        let store_temps: Vec<_> = store_temps(real.home.path())
             .into_iter()
-            .filter(|p| {
-                let name = p.file_name().unwrap().to_string_lossy();
-                name.starts_with(".tmp-") || name.ends_with(".tmp")
-            })
+            .filter(|p| !real.crash_temps.contains(p))
             .collect();
         assert!(
             store_temps.is_empty(),
@@ -1691,14 +1888,20 @@ fn the_store_behaves_as_the_model_under_random_operations() {
         StoreTest::test_sequential(config.clone(), initial, steps, seen);
         Ok(())
     });
+    let crashes = CRASHES.with(Cell::get);
     println!(
-        "model: {} cases, {} operations applied to real stores",
+        "model: {} cases, {} operations applied to real stores, {crashes} of them crashes",
         CASES.with(Cell::get),
         OPS.with(Cell::get)
     );
     if let Err(e) = result {
         panic!("{e}");
     }
+    assert!(
+        crashes > 0 || config.cases < DEFAULT_CASES,
+        "{} cases and not one crash",
+        config.cases
+    );
 }
 
 /// Replays one exact sequence against a fresh store (how a shrunk failure is
@@ -1786,4 +1989,81 @@ fn a_scripted_sequence_matches_the_model() {
         &expected[15],
         Expect::Report { applied: true, .. }
     ));
+}
+
+/// A `turnback write` aborted at every crash point the model knows, in each
+/// situation that changes which points a write passes or what a crash there
+/// leaves (a session's first change or a journal line; over a file, a new
+/// file, a new file in new directories, the contents the file has already),
+/// each followed by a write and two undos: every time, what recovery left is
+/// what the model predicted.
+#[test]
+fn a_write_crashed_at_each_of_its_points_leaves_what_the_model_predicts() {
+    use Op::*;
+    type Situation = (
+        &'static [(&'static str, &'static str)],
+        Vec<Op>,
+        &'static str,
+        &'static str,
+    );
+    let situations: [Situation; 5] = [
+        (&[("a", "a")], vec![], "a", "ab"),
+        (&[("a", "a")], vec![BeginTurn], "a", "ab"),
+        (&[], vec![], "b", "ab"),
+        (&[("a", "a")], vec![BeginTurn], "d/e/z", "ab"),
+        (&[("a", "a")], vec![BeginTurn], "a", "a"),
+    ];
+    let mut reached: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (files, setup, path, data) in situations {
+        let mut model = Model::new(files.iter().map(|(p, d)| (*p, d.to_string())).collect());
+        for op in &setup {
+            model = Reference::apply(model, op);
+        }
+        for pick in 0..model.crash_points(path).len() {
+            let (point, crashed) = model.crash(path, data, pick as u8);
+            let mut ops = setup.clone();
+            ops.extend([
+                Crash {
+                    path,
+                    data: data.into(),
+                    msg: "m1",
+                    pick: pick as u8,
+                },
+                Write {
+                    path,
+                    data: "b".into(),
+                    msg: "m2",
+                },
+                Undo { how: How::Plain },
+                Undo { how: How::Plain },
+            ]);
+            replay(files, ops);
+            reached
+                .entry(point)
+                .or_default()
+                .insert(format!("{path} <- {data:?}: {crashed:?}"));
+        }
+    }
+    let every = [
+        "blob-written",
+        "ws-mkdir",
+        "ws-mkdir-synced",
+        "ws-tmp-written",
+        "ws-tmp-synced",
+        "journal-written",
+        "journal-synced",
+        "ws-tmp-linked",
+        "ws-renamed",
+        "ws-dir-synced",
+    ];
+    assert_eq!(
+        reached.keys().copied().collect::<Vec<_>>(),
+        every
+            .iter()
+            .copied()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+    );
+    eprintln!("crashes replayed: {reached:?}");
 }

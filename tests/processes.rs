@@ -510,7 +510,8 @@ fn sigkill_while_reading_stdin_leaves_the_old_file_and_a_readable_session() {
     assert_eq!(read(env.path("big.bin")), old);
 }
 
-/// Where a kill landed, as the index on disk showed it before anyone opened it.
+/// Where a kill landed, as the index on disk (`index.json` and the journal's
+/// lines, [`raw_entries`]) showed it before anyone opened it.
 #[derive(Debug, Default)]
 struct Tally {
     /// Killed before the entry was recorded.
@@ -539,18 +540,67 @@ impl Version {
     }
 }
 
-/// The entries of the index on disk, read raw (no lock, no recovery).
+/// The entries on disk, read raw (no lock, no recovery, not through the
+/// store): `index.json`'s, with the lines of `journal.jsonl` after its
+/// `journal` mark replayed on them (an entry added or replaced, dropped, or
+/// landed: its in-flight mark cleared). Since the journal, `index.json` alone
+/// is stale from a session's second change on: what a writer records is a
+/// journal line. A torn last line (a writer caught in its `write`) is ignored,
+/// as the store ignores it; damage before it fails the test.
 fn raw_entries(env: &Env, id: &str) -> Vec<serde_json::Value> {
-    let path = env.home.path().join("sessions").join(id).join("index.json");
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            let v: serde_json::Value = serde_json::from_slice(&bytes)
-                .unwrap_or_else(|e| panic!("{} is torn: {e}", path.display()));
-            v["entries"].as_array().cloned().unwrap_or_default()
+    let dir = env.home.path().join("sessions").join(id);
+    let read = |name: &str| match std::fs::read(dir.join(name)) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => panic!("{}: {e}", dir.join(name).display()),
+    };
+    let Some(snapshot) = read("index.json") else {
+        assert!(
+            read("journal.jsonl").is_none(),
+            "a journal without index.json"
+        );
+        return Vec::new();
+    };
+    let v: serde_json::Value = serde_json::from_slice(&snapshot)
+        .unwrap_or_else(|e| panic!("{id}/index.json is torn: {e}"));
+    let mut entries = v["entries"].as_array().cloned().unwrap_or_default();
+    let mark = v["journal"].as_u64().unwrap_or(0);
+    let journal = read("journal.jsonl").unwrap_or_default();
+    let mut lines = journal.split_inclusive(|&b| b == b'\n').peekable();
+    while let Some(line) = lines.next() {
+        let parsed = line
+            .ends_with(b"\n")
+            .then(|| serde_json::from_slice::<serde_json::Value>(line).ok())
+            .flatten();
+        let Some(line) = parsed else {
+            assert!(lines.peek().is_none(), "{id}: a damaged journal line");
+            break; // torn: a change that never happened
+        };
+        if line["n"].as_u64().expect("n") <= mark {
+            continue;
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => panic!("{}: {e}", path.display()),
+        for op in line["ops"].as_array().expect("ops") {
+            if let Some(entry) = op.get("entry") {
+                entries.retain(|e| e["seq"] != entry["seq"]);
+                entries.push(entry.clone());
+            } else if let Some(seq) = op.get("drop_entry") {
+                entries.retain(|e| e["seq"] != *seq);
+            } else if let Some(seq) = op.get("landed") {
+                for e in entries.iter_mut().filter(|e| e["seq"] == *seq) {
+                    e["in_flight"] = serde_json::Value::Null;
+                }
+            }
+        }
     }
+    entries
+}
+
+/// The entry on disk still marked in flight, if any (read as [`raw_entries`]).
+fn raw_in_flight(env: &Env, id: &str) -> Option<serde_json::Value> {
+    let in_flight = |e: &serde_json::Value| e.get("in_flight").is_some_and(|f| !f.is_null());
+    let mut found: Vec<_> = raw_entries(env, id).into_iter().filter(in_flight).collect();
+    assert!(found.len() <= 1, "more than one entry in flight: {found:?}");
+    found.pop()
 }
 
 /// After a writer of `file` (old → new) in session `id` was killed (or ended):
@@ -723,12 +773,54 @@ fn sigkill_at_random_moments_leaves_one_whole_version() {
     eprintln!("random kills: a whole write took {whole:?}; {killed} of 15 killed; {tally:?}");
 }
 
-/// Writers killed the moment the index on disk shows their entry in flight
-/// (recorded, file not yet replaced or mark not yet cleared): the recovery path
-/// proper. Then `check_after_kill`.
+/// Starts `turnback write file` in session `id` with `stdin` (a file) as
+/// input and `FAILPOINTS` set to `failpoints`.
+fn spawn_writer_with(env: &Env, id: &str, file: &str, stdin: &Path, failpoints: &str) -> Child {
+    let mut c = env.cmd(Some(id));
+    c.args(["write", file, "--message", "w"])
+        .env("FAILPOINTS", failpoints)
+        .stdin(std::fs::File::open(stdin).unwrap())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c.spawn().unwrap()
+}
+
+/// What shows on disk once a writer held at a crash point got there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reached {
+    /// The journal holds the writer's entry, in flight; the new contents are
+    /// still an unnamed temporary and the file is old.
+    Recorded,
+    /// And the temporary is linked under the name the entry records.
+    TempLinked,
+    /// And the temporary was renamed over the file: it holds the new contents.
+    Replaced,
+}
+
+/// The crash points inside the in-flight window (from the entry's journal
+/// line to the landing line that clears its mark), in the order a write passes
+/// them, each with what shows once the writer is there.
+const IN_FLIGHT_PAUSES: [(&str, Reached); 4] = [
+    ("journal-synced", Reached::Recorded),
+    ("ws-tmp-linked", Reached::TempLinked),
+    ("ws-renamed", Reached::Replaced),
+    ("ws-dir-synced", Reached::Replaced),
+];
+
+/// Writers held inside the in-flight window and killed there: the recovery
+/// path proper. Each `turnback write` runs with `FAILPOINTS="P=sleep(30000)"`
+/// for a crash point P of the window (`crash.rs`; `sleep` holds the process
+/// there, it does not abort it), so it pauses right after that step. The test
+/// watches what the store really writes (the journal line of the entry, the
+/// temporary's recorded name, the file) until the writer is seen at P, then
+/// kills it; a writer that ends before it is seen there fails the test. After
+/// the kill, before anyone opens the session, the journal must still show the
+/// entry in flight (the kill landed inside the window: asserted for every
+/// round), and the outcomes, tallied from the journal, must be the ones P
+/// leaves. Then `check_after_kill`: the next opener settles it.
 #[test]
 fn sigkill_while_the_entry_is_in_flight_is_settled_by_the_next_opener() {
-    const ROUNDS: usize = 8;
+    const PER_PAUSE: usize = 2;
     let env = Env::new();
     let inputs = tempfile::tempdir().unwrap();
     let old = Version::new(pattern(20, 64 * 1024));
@@ -736,31 +828,78 @@ fn sigkill_while_the_entry_is_in_flight_is_settled_by_the_next_opener() {
     let new_path = inputs.path().join("new.bin");
     std::fs::write(&new_path, &new.bytes).unwrap();
     std::fs::write(env.path("f.bin"), &old.bytes).unwrap();
-    drop(env.session("k"));
-    let index = env.home.path().join("sessions/k/index.json");
+    // The session's first change writes index.json; every later one is a
+    // journal line, as the entries of the writers below are.
+    env.session("k").begin_turn("kills", None).unwrap();
     let mut tally = Tally::default();
-    let mut caught = 0;
-    for round in 0..ROUNDS {
-        let mut child = spawn_writer(&env, "k", "f.bin", &new_path);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Ok(bytes) = std::fs::read(&index)
-                && bytes.windows(11).any(|w| w == b"\"in_flight\"")
-            {
-                child.kill().unwrap();
-                caught += 1;
-                break child.wait().unwrap();
+    let (mut rounds, mut inside) = (0, 0);
+    let mut reached_count: BTreeMap<&str, usize> = BTreeMap::new();
+    for (point, reached) in IN_FLIGHT_PAUSES {
+        for k in 0..PER_PAUSE {
+            rounds += 1;
+            let label = format!("held at {point} (#{k})");
+            assert!(
+                raw_in_flight(&env, "k").is_none(),
+                "{label}: in flight before"
+            );
+            let failpoints = format!("{point}=sleep(30000)");
+            let mut child = spawn_writer_with(&env, "k", "f.bin", &new_path, &failpoints);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let entry = loop {
+                if let Some(e) = raw_in_flight(&env, "k") {
+                    let there = match reached {
+                        Reached::Recorded => true,
+                        Reached::TempLinked => e["in_flight"]["temp"]
+                            .as_str()
+                            .is_some_and(|t| env.path(t).exists()),
+                        Reached::Replaced => std::fs::read(env.path("f.bin"))
+                            .is_ok_and(|b| b.len() == new.bytes.len() && b == new.bytes),
+                    };
+                    if there {
+                        break e;
+                    }
+                }
+                if let Some(status) = child.try_wait().unwrap() {
+                    panic!("{label}: the writer ended ({status}) before it was seen there");
+                }
+                assert!(Instant::now() < deadline, "{label}: not seen there in 20 s");
+                std::thread::sleep(Duration::from_micros(200));
+            };
+            child.kill().unwrap();
+            let status = child.wait().unwrap();
+            assert_eq!(status.signal(), Some(9), "{label}: not killed: {status:?}");
+            // Inside the window, as the disk says before anyone looks: the
+            // entry is still in flight, nothing landed it.
+            let still = raw_in_flight(&env, "k");
+            assert_eq!(
+                still.as_ref().map(|e| &e["seq"]),
+                Some(&entry["seq"]),
+                "{label}: the kill did not land inside the window"
+            );
+            inside += 1;
+            *reached_count.entry(point).or_default() += 1;
+            let before = (tally.temp_seen, tally.file_new);
+            check_after_kill(&env, "k", "f.bin", &old, &new, &mut tally, &label);
+            let temp_seen = tally.temp_seen > before.0;
+            let file_new = tally.file_new > before.1;
+            assert_eq!(
+                file_new,
+                reached == Reached::Replaced,
+                "{label}: the file after the kill"
+            );
+            if reached == Reached::TempLinked {
+                assert!(temp_seen, "{label}: the linked temporary was not there");
             }
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "round {round}: the writer hangs");
-        };
-        let label = format!("round {round}");
-        assert_killed_or_done(status, &label);
-        check_after_kill(&env, "k", "f.bin", &old, &new, &mut tally, &label);
+        }
     }
-    eprintln!("in-flight kills: saw {caught} of {ROUNDS} in flight; {tally:?}");
+    eprintln!(
+        "in-flight kills: {inside} of {rounds} inside the window ({reached_count:?}); {tally:?}"
+    );
+    assert_eq!(inside, rounds, "every kill lands inside the window");
+    assert_eq!(tally.in_flight, rounds, "{tally:?}");
+    assert_eq!((tally.no_entry, tally.committed), (0, 0), "{tally:?}");
+    assert_eq!(tally.file_new, 2 * PER_PAUSE, "{tally:?}");
+    assert!(tally.temp_seen >= PER_PAUSE, "{tally:?}");
 }
 
 // ---------------------------------------------------------------------------

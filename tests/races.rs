@@ -14,18 +14,23 @@
 //! entry can be undone.
 //!
 //! The helper is this test binary run again in a helper mode: the test
-//! `races::swapper` does nothing unless `TURNBACK_RACE_SWAPPER` is set. The
+//! `races::swapper`, ignored in an ordinary run (the harness lists it as
+//! ignored, with why) and run with `--ignored` by the races, with
+//! `TURNBACK_RACE_SWAPPER` set. The
 //! real directory is moved aside *inside* the workspace (`d` → `d.aside`): a
 //! directory moved out of the workspace carries every descriptor open on it,
 //! which is moving the files, not redirecting a path.
 //!
 //! Each race has two tiers that run the same code: a short one of
 //! [`SHORT_ATTEMPTS`] attempts (a few seconds) that always runs, and a long one
-//! of [`LONG_ATTEMPTS`] that runs only when `TURNBACK_LONG_TESTS=1` is set (and
-//! otherwise returns at once, saying so):
+//! of [`LONG_ATTEMPTS`] (or `TURNBACK_LONG_ATTEMPTS`) that runs only when
+//! `TURNBACK_LONG_TESTS=1` is set, and otherwise says it skipped
+//! ([`util::skip`]: on stderr and in the skip log that `.ci/run` prints at its
+//! end). CI runs the long tier with a bounded number of attempts:
 //!
 //! ```text
 //! TURNBACK_LONG_TESTS=1 cargo test --release --test tests races:: -- --nocapture
+//! TURNBACK_LONG_TESTS=1 TURNBACK_LONG_ATTEMPTS=2000 cargo test --test tests races::long_
 //! ```
 //!
 //! **Many processes.** Eight `turnback` processes (shell loops) work at once on
@@ -49,7 +54,8 @@ use crate::util::{self, Rng, forced, names_under, plain, sha256_hex, stray_temps
 
 /// Revert attempts of the short tier, which runs in CI.
 const SHORT_ATTEMPTS: usize = 300;
-/// Revert attempts of the long tier (`TURNBACK_LONG_TESTS=1`).
+/// Revert attempts of the long tier (`TURNBACK_LONG_TESTS=1`), unless
+/// `TURNBACK_LONG_ATTEMPTS` says otherwise.
 const LONG_ATTEMPTS: usize = 10_000;
 /// How long (at most, in microseconds) the swapper leaves the swapped path as
 /// it found it, and as a link (or another directory).
@@ -63,6 +69,26 @@ const SWAPPER_ENV: &str = "TURNBACK_RACE_SWAPPER";
 
 fn long_tests() -> bool {
     std::env::var("TURNBACK_LONG_TESTS").is_ok_and(|v| v == "1")
+}
+
+/// The attempts of a long tier: `TURNBACK_LONG_ATTEMPTS` (CI bounds the
+/// tier with it), else [`LONG_ATTEMPTS`].
+fn long_attempts() -> usize {
+    match std::env::var("TURNBACK_LONG_ATTEMPTS") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("TURNBACK_LONG_ATTEMPTS={v:?} is not a number")),
+        Err(_) => LONG_ATTEMPTS,
+    }
+}
+
+/// True when the long tiers run; else `test` says it skipped.
+fn long_or_skip(test: &str) -> bool {
+    let long = long_tests();
+    if !long {
+        util::skip(test, "the long tier runs with TURNBACK_LONG_TESTS=1");
+    }
+    long
 }
 
 fn is_link(p: &Path) -> bool {
@@ -251,9 +277,14 @@ impl SwapPaths {
 /// swapper at full speed leaves the real directory in place so briefly that
 /// hardly an operation gets through, and the race would test only refusals.
 #[test]
+#[ignore = "a helper process: the race tests run it with --ignored"]
 fn swapper() {
     let Ok(mode) = std::env::var(SWAPPER_ENV) else {
-        return; // An ordinary run: nothing to do.
+        util::skip(
+            util::this_test!(),
+            "a helper process: runs only when a race starts it",
+        );
+        return;
     };
     let var = |name: &str| {
         PathBuf::from(std::env::var_os(name).unwrap_or_else(|| panic!("{name} is not set")))
@@ -323,6 +354,7 @@ impl Swapper {
             .args([
                 "--exact",
                 "races::swapper",
+                "--ignored",
                 "--nocapture",
                 "--test-threads=1",
             ])
@@ -797,11 +829,10 @@ fn a_directory_swapped_for_a_link_out_while_reverting_writes_nothing_outside() {
 
 #[test]
 fn long_a_directory_swapped_for_a_link_out_while_reverting_writes_nothing_outside() {
-    if !long_tests() {
-        eprintln!("skipped: the long tier runs with TURNBACK_LONG_TESTS=1");
+    if !long_or_skip(util::this_test!()) {
         return;
     }
-    dir_race("race-dir-long", LONG_ATTEMPTS);
+    dir_race("race-dir-long", long_attempts());
 }
 
 // --- The workspace root swapped for another directory -----------------------
@@ -875,11 +906,10 @@ fn a_root_swapped_for_another_directory_while_reverting_writes_nothing_outside()
 
 #[test]
 fn long_a_root_swapped_for_another_directory_while_reverting_writes_nothing_outside() {
-    if !long_tests() {
-        eprintln!("skipped: the long tier runs with TURNBACK_LONG_TESTS=1");
+    if !long_or_skip(util::this_test!()) {
         return;
     }
-    root_race("race-root-long", LONG_ATTEMPTS);
+    root_race("race-root-long", long_attempts());
 }
 
 // ---------------------------------------------------------------------------
@@ -1316,4 +1346,174 @@ fn eight_processes_on_two_sessions_lose_no_entry_and_mix_no_afters() {
             .collect::<Vec<_>>()
     );
     assert_eq!(all.len(), tally.values().map(Tally::total).sum::<usize>());
+}
+
+// ---------------------------------------------------------------------------
+// Lock order: processes taking overlapping sets of file locks in opposite
+// orders.
+
+/// The files every process of the lock-order test works on.
+const ORDER_FILES: [&str; 4] = ["f0.txt", "f1.txt", "f2.txt", "f3.txt"];
+const ORDER_PROCESSES: usize = 6;
+const ORDER_STEPS: usize = 24;
+
+/// One process's shell loop for the lock-order test: moves between two of
+/// the shared files (both directions, so that two processes often want the
+/// same pair the other way round), writes, and reverts that take several
+/// files at once (undo of a move: its two sides; rewind: every file since a
+/// message; redo). Each command's exit code and error go to
+/// `log/<process>-<step>.{rc,err}`.
+fn order_script(process: usize, log: &Path) -> String {
+    let mut rng = Rng::new(0x10CC_0000 + process as u64);
+    let mut written: Vec<String> = Vec::new();
+    let mut s = String::new();
+    for step in 0..ORDER_STEPS {
+        let tag = format!("p{process}-{step}");
+        let a = rng.below(ORDER_FILES.len());
+        let b = (a + 1 + rng.below(ORDER_FILES.len() - 1)) % ORDER_FILES.len();
+        let (from, to) = (ORDER_FILES[a], ORDER_FILES[b]);
+        let cmd = match rng.below(100) {
+            0..35 => format!("\"$TB\" --json mv {from} {to} --message {tag}"),
+            35..55 => {
+                written.push(tag.clone());
+                format!("printf '%s\\n' {tag} | \"$TB\" --json write {from} --message {tag}")
+            }
+            55..70 => "\"$TB\" --json undo".to_owned(),
+            70..85 if !written.is_empty() => {
+                format!("\"$TB\" --json rewind {}", rng.pick(&written))
+            }
+            70..95 => "\"$TB\" --json redo".to_owned(),
+            _ => format!("\"$TB\" --json revert {from}"),
+        };
+        let f = |ext: &str| {
+            quote(
+                log.join(format!("{process}-{step}.{ext}"))
+                    .to_str()
+                    .unwrap(),
+            )
+        };
+        s.push_str(&format!(
+            "{cmd} >/dev/null 2>{}; echo $? >{}\n",
+            f("err"),
+            f("rc")
+        ));
+    }
+    s
+}
+
+/// ARCHITECTURE.md, "Lock order": a writer takes its file's lock, then the
+/// session lock; a revert (and a move) takes the locks of all its files,
+/// sorted by lock name, then the session lock; no one waits for a file lock
+/// while holding a session lock. So there is no lock cycle. Six `turnback`
+/// processes on three sessions (two each) move between four shared files in
+/// both directions, write them, and undo, rewind and redo several at once.
+/// Every process must finish (a watchdog kills them all after 120 s and
+/// fails), and no command may end in `file-busy` or `session-busy`: a cycle
+/// would hold each side until its bounded wait (10 s for a file) gave up, so
+/// the floor is none. Every outcome must be one the operations explain.
+#[test]
+fn processes_locking_overlapping_files_in_opposite_orders_all_finish() {
+    let home = tempfile::tempdir().unwrap();
+    let wsdir = tempfile::tempdir().unwrap();
+    let log = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(wsdir.path()).unwrap();
+    for f in ORDER_FILES {
+        std::fs::write(root.join(f), format!("original {f}\n")).unwrap();
+    }
+    let started = Instant::now();
+    let mut children: Vec<Child> = (0..ORDER_PROCESSES)
+        .map(|p| {
+            Command::new("sh")
+                .arg("-c")
+                .arg(order_script(p, log.path()))
+                .current_dir(&root)
+                .env("TB", util::bin())
+                .env("TURNBACK_HOME", home.path())
+                .env("TURNBACK_SESSION", format!("order-{}", p % 3))
+                .env_remove("TURNBACK_WORKSPACE")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = started + Duration::from_secs(120);
+    for (p, child) in children.iter_mut().enumerate() {
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                assert!(status.success(), "process {p}: {status}");
+                break;
+            }
+            if Instant::now() > deadline {
+                // Kill them all (and their `turnback` children, which the
+                // killed shells leave to finish alone) before failing.
+                for c in children.iter_mut() {
+                    let _ = c.kill();
+                }
+                panic!("the processes did not finish in 120 s: a lock cycle?");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let ran = started.elapsed();
+
+    let mut tally = Tally::default();
+    let allowed = [
+        "ok",
+        "refused",
+        "file-not-found",
+        "nothing-to-undo",
+        "nothing-to-redo",
+        "message-not-found",
+        "no-change-to-file",
+        "session-not-found",
+    ];
+    let mut problems = Vec::new();
+    for p in 0..ORDER_PROCESSES {
+        for step in 0..ORDER_STEPS {
+            let read = |ext: &str| {
+                std::fs::read_to_string(log.path().join(format!("{p}-{step}.{ext}")))
+                    .unwrap_or_else(|e| panic!("process {p} step {step}: no .{ext}: {e}"))
+            };
+            let rc: i32 = read("rc").trim().parse().unwrap();
+            let err = read("err");
+            let kind = match rc {
+                0 => "ok".to_owned(),
+                3 => "refused".to_owned(),
+                _ => error_kind(&err),
+            };
+            if !allowed.contains(&kind.as_str()) {
+                problems.push(format!(
+                    "process {p} step {step}: exit {rc} ({kind}): {err}"
+                ));
+            }
+            tally.add(&kind, || err.clone());
+        }
+    }
+    eprintln!(
+        "{ORDER_PROCESSES} processes x {ORDER_STEPS} commands on overlapping files in {ran:.1?}: {tally}"
+    );
+    assert!(
+        tally.count("file-busy") + tally.count("session-busy") == 0 && problems.is_empty(),
+        "{problems:#?}"
+    );
+    assert_eq!(tally.total(), ORDER_PROCESSES * ORDER_STEPS);
+    assert!(
+        tally.count("ok") > ORDER_PROCESSES * ORDER_STEPS / 4,
+        "{tally}"
+    );
+    assert!(stray_temps(&root).is_empty());
+    // Every session opens and undoes to the end.
+    let store = Store::new(home.path());
+    for s in 0..3 {
+        match store.open_session(&format!("order-{s}")) {
+            Ok(session) => {
+                let entries = session.entries().expect("the index parses");
+                assert!(entries.iter().all(|e| e.in_flight.is_none()));
+            }
+            Err(Error::SessionNotFound { .. }) => {}
+            Err(e) => panic!("order-{s} does not open: {e}"),
+        }
+    }
 }

@@ -38,3 +38,9 @@ mod defects;
 mod fidelity;
 // The store's trust boundary: prune against live writers, a store others can write, private backups, scope.
 mod store_trust;
+// Backups by clone on a filesystem that makes them (TURNBACK_REFLINK_DIR), told from copies.
+mod clones;
+// The syncs the binary asks the kernel for, counted with strace.
+mod syncs;
+// A git repository as the workspace: what turnback writes under .git, and what it leaves.
+mod git;

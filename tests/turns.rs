@@ -979,10 +979,13 @@ fn renaming_a_missing_file_records_nothing() {
     }
     let err = s.rename(&ws, "nodir/missing", "here", "m").unwrap_err();
     assert!(matches!(err, Error::FileNotFound { .. }), "{err}");
-    assert!(
-        s.rename(&ws, "here", "./here", "m").is_err(),
-        "a file renamed onto itself"
-    );
+    match s.rename(&ws, "here", "./here", "m") {
+        Err(Error::Io { op, path, source }) => {
+            assert_eq!((op, path), ("move", ws.root().join("here")));
+            assert!(source.to_string().contains("same file"), "{source}");
+        }
+        other => panic!("a file renamed onto itself: {other:?}"),
+    }
     assert_tree(&snap(root), &before, "failed renames");
     assert!(!env.path("newdir").exists());
     assert_eq!(s.entries().unwrap(), entries);

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -216,4 +217,54 @@ impl Rng {
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
+}
+
+/// The name of the test function this is used in, as `module::function`
+/// (what `cargo test` prints, without the binary's own `tests::`).
+macro_rules! this_test {
+    () => {{
+        fn here() {}
+        let name = std::any::type_name_of_val(&here);
+        let name = name.strip_suffix("::here").unwrap_or(name);
+        name.strip_prefix("tests::").unwrap_or(name)
+    }};
+}
+pub(crate) use this_test;
+
+/// Says that `test` (see [`this_test`]) did not run, or ran only in part,
+/// and why, where a person sees it: on stderr (which the harness shows with
+/// `--nocapture` or when a test fails) and as a line appended to the skip log
+/// ([`skip_log`]), which `.ci/run` prints as a summary at its end. A skip that
+/// cannot be written down fails the test: a silent skip is what this is for.
+pub fn skip(test: &str, why: &str) {
+    eprintln!("skipped: {test}: {why}");
+    let path = skip_log();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    // One `write` of one short line with O_APPEND: lines of tests running at
+    // the same time do not mix.
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(format!("{test}: {why}\n").as_bytes()))
+        .unwrap_or_else(|e| panic!("the skip log {}: {e}", path.display()));
+}
+
+/// Where [`skip`] writes: `$TURNBACK_SKIP_LOG`, else `skipped-tests.txt` in
+/// cargo's temporary directory for tests (`target/tmp`).
+pub fn skip_log() -> PathBuf {
+    std::env::var_os("TURNBACK_SKIP_LOG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.txt"))
+}
+
+/// The directory on a filesystem that clones files (XFS, btrfs) named by
+/// `TURNBACK_REFLINK_DIR` (`.ci/run` mounts one where it can; the bench reads
+/// the same variable), if set.
+pub fn reflink_dir() -> Option<PathBuf> {
+    std::env::var_os("TURNBACK_REFLINK_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }

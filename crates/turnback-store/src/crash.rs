@@ -2,10 +2,12 @@
 //! made to abort right after any step that writes to disk, so that tests can
 //! check what a crash there leaves. `FAILPOINTS="index-renamed=return"` aborts at
 //! the first pass through that point; `"index-renamed=1*off->return"` at the
-//! second. `"prune-listed=sleep(800)"` holds the process there for 800 ms
-//! instead (`fail::eval` sleeps and returns nothing, so nothing aborts): a
-//! test runs another process in that window. Without the feature every point
-//! compiles to nothing.
+//! second. A `sleep` action does not abort: `"prune-listed=sleep(800)"` holds
+//! the process there for 800 ms, `"journal-synced=sleep(30000)"` for 30 s
+//! (`fail::eval` sleeps and returns nothing), so that a test can act on a
+//! process held right after that step (run another process in the window,
+//! kill it, watch what it wrote: `tests/processes.rs`). Without the feature
+//! every point compiles to nothing.
 
 /// Every crash point, in the order a protected write passes them.
 pub const CRASH_POINTS: &[&str] = &[

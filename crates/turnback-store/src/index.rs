@@ -548,7 +548,11 @@ pub(crate) mod tests {
             assert!(matches!(err, Error::CorruptIndex { .. }), "{err}");
         }
         let bytes = serde_json::to_vec(&index_with(vec![entry(2), entry(1)])).unwrap();
-        assert!(Index::parse(&bytes, "s", Path::new("i")).is_err());
+        let err = Index::parse(&bytes, "s", Path::new("i")).unwrap_err();
+        assert!(
+            matches!(err, Error::CorruptIndex { .. }),
+            "entries out of order: {err}"
+        );
     }
 
     #[test]

@@ -243,17 +243,44 @@ mod tests {
         drop(a);
     }
 
+    /// A waiter gets the lock once it is released (not before), and then
+    /// holds it as the first did: a second holder, trying or waiting,
+    /// exclusive or shared, is kept out and told who has it.
     #[test]
     fn a_waiter_gets_the_lock_when_it_is_released() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("l");
         let held = acquire(&path, Mode::Exclusive, Duration::ZERO, None).unwrap();
-        let p2 = path.clone();
+        let released = Arc::new(AtomicBool::new(false));
+        let (p2, r2) = (path.clone(), Arc::clone(&released));
         let t = std::thread::spawn(move || {
-            acquire(&p2, Mode::Exclusive, Duration::from_secs(10), None).is_ok()
+            let got = acquire(
+                &p2,
+                Mode::Exclusive,
+                Duration::from_secs(10),
+                Some("waiter"),
+            )
+            .expect("the waiter gets the lock");
+            assert!(r2.load(Ordering::SeqCst), "got the lock while it was held");
+            assert!(
+                try_acquire(&p2).unwrap().is_none(),
+                "a second holder got in"
+            );
+            for (mode, what) in [(Mode::Exclusive, "exclusive"), (Mode::Shared, "shared")] {
+                match acquire(&p2, mode, Duration::from_millis(30), None) {
+                    Err(LockError::TimedOut { holder, .. }) => {
+                        assert_eq!(holder.as_deref(), Some("waiter"));
+                    }
+                    other => panic!("a second holder ({what}) got {other:?}"),
+                }
+            }
+            drop(got);
         });
         std::thread::sleep(Duration::from_millis(20));
+        released.store(true, Ordering::SeqCst);
         drop(held);
-        assert!(t.join().unwrap());
+        t.join().unwrap();
     }
 }

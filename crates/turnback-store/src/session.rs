@@ -1044,7 +1044,11 @@ mod tests {
         std::fs::write(dir.path().join("kept"), "old").unwrap();
         let err = s.write(&ws, "kept", Broken, "m").unwrap_err();
         assert!(err.to_string().contains("pipe closed"), "{err}");
-        assert!(s.write(&ws, "new/deep/f", Broken, "m").is_err());
+        let err = s.write(&ws, "new/deep/f", Broken, "m").unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { op: "read", .. }) && err.to_string().contains("pipe closed"),
+            "{err:?}"
+        );
         assert!(s.entries().unwrap().is_empty());
         assert_eq!(std::fs::read(dir.path().join("kept")).unwrap(), b"old");
         let names: Vec<_> = std::fs::read_dir(dir.path())
@@ -1078,7 +1082,10 @@ mod tests {
     #[test]
     fn remove_of_a_missing_file_records_nothing() {
         let (_h, _d, s, ws) = setup();
-        assert!(s.remove(&ws, "nope", "m").is_err());
+        match s.remove(&ws, "nope", "m") {
+            Err(Error::FileNotFound { path }) => assert_eq!(path, ws.root().join("nope")),
+            other => panic!("expected FileNotFound, got {other:?}"),
+        }
         assert!(s.entries().unwrap().is_empty());
     }
 
