@@ -409,3 +409,51 @@ fn a_rewind_aborted_at_any_step_then_run_again_is_redone_whole() {
     );
     eprintln!("rewind aborted at {aborted} crash-point passes, each then run again and redone");
 }
+
+// ---------------------------------------------------------------------------
+// A revert removes an empty directory its change made only when no writer is
+// using it (seen as a flaky races:: test, reproduced here on purpose).
+
+#[test]
+fn an_undo_never_removes_a_directory_another_writer_is_writing_in() {
+    let env = Env::new();
+    let s = env.session("undoer");
+    let ws = env.workspace();
+    // The undoer's change made the directory `p`, which its undo removes when
+    // it finds it empty.
+    s.write(&ws, "p/a.txt", &b"a\n"[..], "m1").unwrap();
+    std::fs::remove_file(env.path("p/a.txt")).unwrap();
+    s.write(&ws, "p/a.txt", &b"a again\n"[..], "m2").unwrap();
+    // A writer in another session, held after its new contents are made in
+    // `p` and before they are named there.
+    let mut writer = env
+        .cmd(Some("writer"))
+        .args(["write", "p/b.txt", "--message", "w1"])
+        .env("FAILPOINTS", "ws-tmp-synced=sleep(1500)")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = writer.stdin.take().unwrap();
+        stdin.write_all(b"the writer's\n").unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Both of the undoer's changes go; `p` is empty but for the writer's
+    // temporary, which has no name yet.
+    s.undo(forced()).unwrap();
+    s.undo(forced()).unwrap();
+    let out = writer.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the writer failed: {}",
+        text(&out.stderr)
+    );
+    assert_eq!(read_text(env.path("p/b.txt")), "the writer's\n");
+    assert!(!env.path("p/a.txt").exists());
+    // And the writer's change undoes as any other.
+    env.session("writer").undo(plain()).unwrap();
+    assert!(!env.path("p/b.txt").exists());
+}

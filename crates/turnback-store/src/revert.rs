@@ -527,7 +527,7 @@ fn attempt(
                 (Some(n), true) => idx.split_turns(n),
                 _ => Vec::new(),
             };
-            record_revert(idx, kind.name, &applied.restored, turns);
+            record_revert(session, idx, kind.name, &applied.restored, turns);
             Ok(Attempt::Done(
                 applied.outcome.map(|()| report(session, &plans, true)),
             ))
@@ -540,6 +540,7 @@ fn attempt(
 /// was done for redo (a revert record of kind `name`), with the directories
 /// the reverted changes made, now removed when empty.
 fn record_revert(
+    session: &Session,
     idx: &mut Tracked,
     name: &'static str,
     restored: &[(&FilePlan, Option<FileState>)],
@@ -553,7 +554,8 @@ fn record_revert(
         .cloned()
         .collect();
     idx.remove_entries(&taken);
-    let removed_dirs = remove_created_dirs(&restored.iter().map(|(p, _)| *p).collect::<Vec<_>>());
+    let restored_plans: Vec<&FilePlan> = restored.iter().map(|(p, _)| *p).collect();
+    let removed_dirs = remove_created_dirs(session, &restored_plans);
     if entries.is_empty() && turns.is_empty() {
         return;
     }
@@ -690,12 +692,15 @@ fn apply_chunk<'p>(
     marker: &mut Marking,
 ) -> ChunkOutcome<'p> {
     let fail = |e| (Vec::new(), Err(e));
-    // The directories of the files to write, made where missing.
+    // The directories of the files to write, made where missing, and held
+    // (their locks, shared) until the files are in place.
     let mut parents: Vec<Option<Parent>> = Vec::with_capacity(chunk.len());
+    let mut dir_locks = Vec::new();
     for &i in chunk {
         let p = &plans[i];
         let parent = match (p.touches(), p.target.sha256.is_some()) {
             (true, true) => match Workspace::reopen(&p.root).and_then(|ws| {
+                dir_locks.extend(session.lock_parent_dir(&ws, &p.rel)?);
                 let parent = ws
                     .parent_of(&p.rel, true)?
                     .expect("parent_of creates what is missing");
@@ -979,6 +984,7 @@ pub(crate) fn write_state(
         }
         return Ok(());
     };
+    let _dir_lock = session.lock_parent_dir(ws, rel)?;
     let parent = ws
         .parent_of(rel, true)?
         .expect("parent_of creates what is missing");
@@ -1158,7 +1164,7 @@ pub(crate) fn rollback(
                 Err(e) => return Ok(Err(e)),
             };
             if recorded {
-                record_revert(idx, "rollback", &applied.restored, Vec::new());
+                record_revert(session, idx, "rollback", &applied.restored, Vec::new());
             } else {
                 let taken: Vec<u64> = applied
                     .restored
@@ -1167,7 +1173,7 @@ pub(crate) fn rollback(
                     .collect();
                 idx.remove_entries(&taken);
                 let restored: Vec<&FilePlan> = applied.restored.iter().map(|(p, _)| *p).collect();
-                remove_created_dirs(&restored);
+                remove_created_dirs(session, &restored);
             }
             Ok(applied.outcome.map(|()| report(session, &plans, true)))
         },
@@ -1178,7 +1184,7 @@ pub(crate) fn rollback(
 /// Removes the directories that the reverted changes created, once every file
 /// is restored and deepest first (one file's directory may hold another's);
 /// returns those removed, for redo to make again.
-fn remove_created_dirs(restored: &[&FilePlan]) -> Vec<RemovedDir> {
+fn remove_created_dirs(session: &Session, restored: &[&FilePlan]) -> Vec<RemovedDir> {
     let mut removed = Vec::new();
     let mut by_root: Vec<(&WorkspaceRoot, Vec<&String>)> = Vec::new();
     for p in restored.iter().filter(|p| !p.target.exists) {
@@ -1194,7 +1200,7 @@ fn remove_created_dirs(restored: &[&FilePlan]) -> Vec<RemovedDir> {
         // Outermost first, as remove_empty_dirs expects (it works from the end).
         dirs.sort_by_key(|d| (d.matches('/').count(), d.as_str()));
         dirs.dedup();
-        let gone = ws.remove_empty_dirs(&dirs.into_iter().cloned().collect::<Vec<_>>());
+        let gone = session.remove_unused_dirs(&ws, &dirs.into_iter().cloned().collect::<Vec<_>>());
         removed.extend(gone.into_iter().map(|path| RemovedDir {
             workspace: root.clone(),
             path,

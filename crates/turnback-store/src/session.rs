@@ -295,6 +295,9 @@ impl Session {
         let rel = workspace.resolve(path)?;
         self.store.refuse_inside(&workspace.root().join(&rel))?;
         let _lock = self.lock_file(workspace, &rel)?;
+        // Before the directories are looked at: none of them may go while
+        // the new contents are made in the last.
+        let mut dir_lock = self.lock_parent_dir(workspace, &rel)?;
         // A damaged index must not leave a new backup behind that no entry
         // will name.
         self.view(|_| ())?;
@@ -319,7 +322,7 @@ impl Session {
         let parent = match workspace.parent_of(&rel, true) {
             Ok(p) => p.expect("parent_of creates what is missing"),
             Err(e) => {
-                self.forget(workspace, &early_seqs, &[]);
+                self.forget(workspace, &early_seqs, &[], &mut dir_lock);
                 return Err(e);
             }
         };
@@ -331,7 +334,7 @@ impl Session {
             None => match workspace.open_regular(&rel) {
                 Ok(old) => old,
                 Err(e) => {
-                    self.forget(workspace, &[], &parent.created);
+                    self.forget(workspace, &[], &parent.created, &mut dir_lock);
                     return Err(e);
                 }
             },
@@ -359,7 +362,7 @@ impl Session {
             match prepare() {
                 Ok(prepared) => checked = Some(prepared),
                 Err(e) => {
-                    self.forget(workspace, &early_seqs, &parent.created);
+                    self.forget(workspace, &early_seqs, &parent.created, &mut dir_lock);
                     return Err(e);
                 }
             }
@@ -367,7 +370,7 @@ impl Session {
         // Made here, not on the thread: a crash from now on leaves the session
         // there (empty at worst), however the threads interleave.
         if let Err(e) = self.ensure_dir() {
-            self.forget(workspace, &[], &parent.created);
+            self.forget(workspace, &[], &parent.created, &mut dir_lock);
             return Err(e);
         }
         // The backup's name is known before its blob is durable, so the entry
@@ -431,7 +434,7 @@ impl Session {
                 if let Some(Ok((_, e))) = &recorded {
                     seqs.push(e.seq);
                 }
-                self.forget(workspace, &seqs, &parent.created);
+                self.forget(workspace, &seqs, &parent.created, &mut dir_lock);
                 return Err(match (backed_up, recorded) {
                     (Err(e), _) | (Ok(_), Some(Err(e))) => e,
                     (Ok(_), _) => unreachable!("a backup that succeeded told its state"),
@@ -442,7 +445,7 @@ impl Session {
             match failed.visible {
                 // Replaced, but perhaps not durably: let the file decide.
                 true => self.settle_own(workspace, &rel),
-                false => self.forget(workspace, &[entry.seq], &parent.created),
+                false => self.forget(workspace, &[entry.seq], &parent.created, &mut dir_lock),
             }
             return Err(failed.error);
         }
@@ -507,7 +510,7 @@ impl Session {
         if let Err(failed) = parent.remove_target_reporting() {
             match failed.visible {
                 true => self.settle_own(workspace, &rel),
-                false => self.forget(workspace, &[entry.seq], &[]),
+                false => self.forget(workspace, &[entry.seq], &[], &mut None),
             }
             return Err(failed.error);
         }
@@ -541,14 +544,23 @@ impl Session {
     /// writer knows, so the file is not asked), and so do the directories this
     /// writer made for it, if still empty. Best effort, like any cleanup on an
     /// error path; a crash here is settled as any other.
-    fn forget(&self, workspace: &Workspace, seqs: &[u64], made: &[String]) {
+    /// `dir_lock` is the writer's own hold on the file's directory, let go
+    /// first: removing a directory needs its lock free.
+    fn forget(
+        &self,
+        workspace: &Workspace,
+        seqs: &[u64],
+        made: &[String],
+        dir_lock: &mut Option<LockGuard>,
+    ) {
         if !seqs.is_empty() {
             let _ = self.mutate(Durability::Full, |idx| {
                 idx.remove_entries(seqs);
                 Ok(())
             });
         }
-        workspace.remove_empty_dirs(made);
+        drop(dir_lock.take());
+        self.remove_unused_dirs(workspace, made);
     }
 
     fn settle_own(&self, workspace: &Workspace, rel: &str) {
@@ -597,6 +609,7 @@ impl Session {
             }
         };
         let before_to = self.back_up(workspace, &to_rel)?;
+        let mut dir_lock = self.lock_parent_dir(workspace, &to_rel)?;
         // Recorded before they are made, as for a write.
         let missing = workspace.missing_dirs(&to_rel);
         let drafts = vec![
@@ -620,7 +633,7 @@ impl Session {
         let to_parent = match workspace.parent_of(&to_rel, true) {
             Ok(p) => p.expect("parent_of creates what is missing"),
             Err(e) => {
-                self.forget(workspace, &seqs, &[]);
+                self.forget(workspace, &seqs, &[], &mut dir_lock);
                 return Err(e);
             }
         };
@@ -628,7 +641,7 @@ impl Session {
             .dir
             .rename(&from_parent.name, &to_parent.dir, &to_parent.name)
         {
-            self.forget(workspace, &seqs, &to_parent.created);
+            self.forget(workspace, &seqs, &to_parent.created, &mut dir_lock);
             return Err(Error::io("move", workspace.root().join(&from_rel))(e));
         }
         let synced = crate::sys::fsync_dir(&to_parent.dir)
@@ -899,7 +912,7 @@ impl Session {
             let done = e.after.as_ref().is_some_and(|a| now.same_contents(a));
             if !done && now.same_contents(&e.before) {
                 idx.remove_entries(&[seq]);
-                ws.remove_empty_dirs(&e.created_dirs);
+                self.remove_unused_dirs(&ws, &e.created_dirs);
             } else if let Some(entry) = idx.entry_mut(seq) {
                 entry.in_flight = None;
             }
@@ -918,24 +931,61 @@ impl Session {
     /// Takes the lock of the file at the absolute real path `file`.
     pub(crate) fn lock_file_at(&self, file: &Path) -> Result<LockGuard> {
         let path = self.store.file_lock_path(file);
+        self.take_lock(&path, file, Mode::Exclusive)
+    }
+
+    /// Takes, shared, the lock of the directory that holds `rel` in
+    /// `workspace` (see [`Store::dir_lock_path`]), for a writer about to make
+    /// new contents there; `None` for a file at the root, which is never
+    /// removed.
+    pub(crate) fn lock_parent_dir(
+        &self,
+        workspace: &Workspace,
+        rel: &str,
+    ) -> Result<Option<LockGuard>> {
+        let Some((dir, _)) = rel.rsplit_once('/') else {
+            return Ok(None);
+        };
+        let dir = workspace.root().join(dir);
+        let path = self.store.dir_lock_path(&dir);
+        self.take_lock(&path, &dir, Mode::Shared).map(Some)
+    }
+
+    /// The exclusive lock of workspace directory `dir` if no writer holds it
+    /// now: what removing the directory needs.
+    pub(crate) fn try_lock_dir(&self, dir: &Path) -> Option<LockGuard> {
+        lock::try_acquire(&self.store.dir_lock_path(dir))
+            .ok()
+            .flatten()
+    }
+
+    /// Takes the lock at `path` (in `<home>/locks/`), of the workspace file or
+    /// directory `of`, waiting at most the file lock timeout.
+    fn take_lock(&self, path: &Path, of: &Path, mode: Mode) -> Result<LockGuard> {
         let locks = path.parent().expect("lock paths have a parent");
         self.store.check_locks_dir()?;
         crate::sys::create_store_dir_all(locks).map_err(Error::io("create directory", locks))?;
         let holder = format!("session {:?} (pid {})", self.id, std::process::id());
         lock::acquire(
-            &path,
-            Mode::Exclusive,
+            path,
+            mode,
             self.store.options().file_lock_timeout,
             Some(&holder),
         )
         .map_err(|e| match e {
             LockError::TimedOut { waited, holder } => Error::FileBusy {
-                path: file.to_owned(),
+                path: of.to_owned(),
                 holder,
                 waited,
             },
-            LockError::Io(e) => crate::trust::store_io("lock", &path)(e),
+            LockError::Io(e) => crate::trust::store_io("lock", path)(e),
         })
+    }
+
+    /// Removes the directories `dirs` of `workspace` (outermost first) that
+    /// are empty and that no writer is using.
+    pub(crate) fn remove_unused_dirs(&self, workspace: &Workspace, dirs: &[String]) -> Vec<String> {
+        workspace.remove_empty_dirs(dirs, |d| self.try_lock_dir(&workspace.root().join(d)))
     }
 }
 

@@ -419,6 +419,21 @@ impl Store {
         h.update(file.as_os_str().as_encoded_bytes());
         self.home.join("locks").join(to_hex(&h.finalize()))
     }
+
+    /// The lock of a workspace directory, named by its absolute real path
+    /// (with a `/` after it, so never a file's lock). Every writer that makes
+    /// new contents in the directory holds it shared, from before it walks
+    /// there until its file is in place; a revert removes an empty directory
+    /// only holding it exclusively (tried, never waited for). An unnamed
+    /// temporary does not make a directory non-empty, so without this a
+    /// revert could remove the directory a writer is about to name its file
+    /// in.
+    pub(crate) fn dir_lock_path(&self, dir: &Path) -> PathBuf {
+        let mut h = Sha256::new();
+        h.update(dir.as_os_str().as_encoded_bytes());
+        h.update(b"/");
+        self.home.join("locks").join(to_hex(&h.finalize()))
+    }
 }
 
 /// True when the revert `r` took back or restored a file under `dir`.

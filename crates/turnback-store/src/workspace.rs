@@ -346,11 +346,20 @@ impl Workspace {
     }
 
     /// Removes directories this store created (innermost first) if they are
-    /// empty; a directory that is not empty, or is no longer a directory, stays.
-    /// Returns those removed, outermost first.
-    pub(crate) fn remove_empty_dirs(&self, dirs: &[String]) -> Vec<String> {
+    /// empty and `claim` gives a guard for them (held while each is removed:
+    /// the directory's lock, which no writer holds); a directory that is not
+    /// empty, is no longer a directory, or is not claimed stays. Returns those
+    /// removed, outermost first.
+    pub(crate) fn remove_empty_dirs<G>(
+        &self,
+        dirs: &[String],
+        claim: impl Fn(&str) -> Option<G>,
+    ) -> Vec<String> {
         let mut removed = Vec::new();
         for d in dirs.iter().rev() {
+            let Some(_claimed) = claim(d) else {
+                continue;
+            };
             if let Ok(Some(parent)) = self.parent_of(d, false)
                 && parent.dir.remove_dir(&parent.name).is_ok()
             {
