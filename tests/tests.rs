@@ -38,3 +38,5 @@ mod defects;
 mod fidelity;
 // The store's trust boundary: prune against live writers, a store others can write, private backups, scope.
 mod store_trust;
+// The examples of README.md and docs/JSON.md, run for real and compared with what the docs show.
+mod docs;
