@@ -51,6 +51,9 @@
 //! scratch `HOME`, so that `cd ~/src/my-project` is a real workspace there and
 //! the store is the default `~/.local/state/turnback`. `turnback` is the built
 //! binary, first on `PATH`.
+//!
+//! After the examples, what the docs say in sentences that a test can hold
+//! them to: which commands need a session, and what prune keeps and reports.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -309,6 +312,13 @@ const CONSOLE: &[Console] = &[
     },
     Console {
         file: JSON_MD,
+        block: "$ turnback diff README.md --json   # a file agent-42 never changed",
+        session: AGENT,
+        setup: STORY,
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
         block: "$ turnback undo --dry-run --json",
         session: AGENT,
         setup: STORY,
@@ -407,7 +417,17 @@ const CONSOLE: &[Console] = &[
         file: JSON_MD,
         block: "$ turnback sessions --json",
         session: None,
-        setup: &[FILES, WRITE, RM, CHECKPOINT, COMMIT, AGENT7_OTHER],
+        setup: &[
+            FILES,
+            WRITE,
+            RM,
+            CHECKPOINT,
+            COMMIT,
+            AGENT7_OTHER,
+            // A third agent, whose only change was undone.
+            "printf '# Draft\\n' | turnback --session agent-3 write draft.md --message m-1",
+            "turnback --session agent-3 undo",
+        ],
         shows: Shows::Own,
     },
     Console {
@@ -1056,4 +1076,141 @@ fn the_comparison_catches_every_kind_of_drift() {
     let mut other_n = doc.clone();
     other_n["n"] = 2.into();
     assert!(differs(other_n).is_empty());
+}
+
+// Claims the docs make in sentences, checked against the code and the binary.
+
+/// The commands of the top-level `--help`, but `help`.
+fn commands_of_the_help(dir: &Path) -> Vec<String> {
+    let r = sh(dir, "turnback --help", true, |_| {});
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    r.stdout
+        .split("Commands:\n")
+        .nth(1)
+        .expect("a Commands section")
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `docs/JSON.md` lists the agent's commands, which need a session and make
+/// it: exactly the commands that, run without one, are the usage error `no
+/// session given` (a person's commands look for a session instead).
+#[test]
+fn the_commands_json_md_says_need_a_session_are_those_that_do() {
+    let doc = read_doc(JSON_MD);
+    let (_, list) = doc
+        .split_once("The agent's commands (")
+        .expect("JSON.md lists the agent's commands");
+    let (list, _) = list.split_once(')').unwrap();
+    let documented: BTreeSet<String> = list
+        .split(',')
+        .map(|c| c.trim().trim_matches('`').to_owned())
+        .collect();
+    // The smallest command line of each command (the file exists).
+    let args = |c: &str| match c {
+        "write" | "rm" | "checkpoint" | "revert" | "diff" => format!("{c} f.txt"),
+        "mv" => "mv f.txt g.txt".into(),
+        "commit" | "rollback" => format!("{c} 1"),
+        "turn" => "turn --prompt p".into(),
+        "rewind" => "rewind m".into(),
+        "prune" => "prune --dry-run".into(),
+        "completions" => "completions bash".into(),
+        other => other.into(),
+    };
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("f.txt"), "f\n").unwrap();
+    let mut need = BTreeSet::new();
+    for c in commands_of_the_help(ws.path()) {
+        let line = format!("turnback --json {} </dev/null", args(&c));
+        let r = sh(ws.path(), &line, false, |cmd| {
+            cmd.env("TURNBACK_HOME", home.path());
+        });
+        let error: Option<Value> = serde_json::from_str(r.stderr.trim()).ok();
+        let error = error.as_ref().and_then(|e| e.get("error"));
+        if error.is_some_and(|e| e["message"] == "no session given") {
+            assert_eq!(r.code(), 2, "{line}: {}", r.stderr);
+            need.insert(c);
+        }
+    }
+    assert_eq!(
+        documented, need,
+        "JSON.md's list of the agent's commands (left) is not the commands that need a session"
+    );
+}
+
+/// What `docs/JSON.md` says prune keeps and reports: a backup that only a
+/// record for redo names (what a forced undo overwrote) is kept however old,
+/// and a removed session's `last_change` is the newer of its `index.json`'s
+/// and `journal.jsonl`'s modification times.
+#[test]
+fn prune_keeps_what_redo_needs_and_reports_the_newer_index_time() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let env = |cmd: &mut Command| {
+        cmd.env("TURNBACK_HOME", home.path());
+    };
+    let sessions = home.path().join("sessions");
+    let script = "printf 'one\\n' > f.txt
+printf 'two\\n' | turnback --session keeper write f.txt
+printf 'by hand\\n' > f.txt
+turnback --session keeper undo --force
+touch -d '2 hours ago' \"$TURNBACK_HOME\"/sessions/keeper/blobs/*
+printf 'a\\n' | turnback --session old write old.txt
+printf 'b\\n' | turnback --session old write old.txt
+touch -d '100 days ago' \"$TURNBACK_HOME\"/sessions/old/index.json
+touch -d '40 days ago' \"$TURNBACK_HOME\"/sessions/old/journal.jsonl
+for i in $(seq 1 20); do printf 'x\\n' | turnback --session new-$i write n$i.txt; done";
+    let r = sh(
+        ws.path(),
+        &format!("{{\n{script}\n}} >/dev/null"),
+        true,
+        env,
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let blobs: Vec<String> = std::fs::read_dir(sessions.join("keeper/blobs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let hand = crate::util::sha256_hex(b"by hand\n");
+    assert!(
+        blobs.contains(&hand),
+        "the forced undo backed up the hand edit: {blobs:?}"
+    );
+    let r = sh(ws.path(), "turnback prune --json", true, env);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report = one_json_line(&r.stdout, "prune");
+    assert_eq!(report["blobs_removed"], 0, "{report}");
+    assert!(sessions.join("keeper/blobs").join(&hand).is_file());
+    let removed = report["removed"].as_array().unwrap();
+    assert_eq!(removed.len(), 1, "{report}");
+    assert_eq!(removed[0]["id"], "old");
+    let journal_time = ws.path().join("journal-time");
+    let r = sh(
+        ws.path(),
+        &format!(
+            "date -u -d '40 days ago' +%Y-%m-%d > {}",
+            journal_time.display()
+        ),
+        true,
+        |_| {},
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let day = std::fs::read_to_string(&journal_time).unwrap();
+    let last_change = removed[0]["last_change"].as_str().unwrap();
+    assert!(
+        last_change.starts_with(day.trim()),
+        "last_change {last_change} is not the journal's day {day} (the index's is 100 days ago)"
+    );
+    // And redo still has what it needs.
+    let r = sh(ws.path(), "turnback --session keeper redo", true, env);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("f.txt")).unwrap(),
+        "by hand\n"
+    );
 }
