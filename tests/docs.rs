@@ -53,7 +53,8 @@
 //! binary, first on `PATH`.
 //!
 //! After the examples, what the docs say in sentences that a test can hold
-//! them to: which commands need a session, and what prune keeps and reports.
+//! them to: which commands need a session, what prune keeps and reports, and
+//! what the index holds (`docs/FORMAT.md`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -1213,4 +1214,105 @@ for i in $(seq 1 20); do printf 'x\\n' | turnback --session new-$i write n$i.txt
         std::fs::read_to_string(ws.path().join("f.txt")).unwrap(),
         "by hand\n"
     );
+}
+
+/// What `docs/FORMAT.md` says the index holds, seen in a real session's
+/// `index.json` and `journal.jsonl`: `in_flight.temp` is `null` for a write's
+/// entry recorded before it makes its directories and for a remove, and a
+/// history record is `{id, kind, time, entries, turns, files, removed_dirs}`
+/// with `removed_dirs` the directories the revert removed, outermost first.
+#[test]
+fn format_md_describes_what_the_index_holds() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let env = |cmd: &mut Command| {
+        cmd.env("TURNBACK_HOME", home.path())
+            .env("TURNBACK_SESSION", "fmt");
+    };
+    let script = "printf 'q\\n' | turnback write new/dir/f.txt
+turnback undo
+printf 'r\\n' > r.txt
+turnback rm r.txt";
+    let r = sh(
+        ws.path(),
+        &format!("{{\n{script}\n}} >/dev/null"),
+        true,
+        env,
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let dir = home.path().join("sessions/fmt");
+    let snapshot: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let ops: Vec<Value> = journal
+        .lines()
+        .flat_map(|l| {
+            let line: Value = serde_json::from_str(l).unwrap();
+            line["ops"].as_array().unwrap().clone()
+        })
+        .collect();
+    let entries: Vec<&Value> = snapshot["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(ops.iter().filter_map(|op| op.get("entry")))
+        .collect();
+    // The write's early record (the session's first change: the snapshot).
+    let early = entries
+        .iter()
+        .find(|e| e["path"] == "new/dir/f.txt" && e["after"].is_null())
+        .expect("the write's entry recorded before its directories");
+    assert_eq!(
+        early["in_flight"],
+        serde_json::json!({ "temp": null }),
+        "{early}"
+    );
+    assert_eq!(early["created_dirs"], serde_json::json!(["new", "new/dir"]));
+    // Its completed entry names its temporary.
+    let written = entries
+        .iter()
+        .find(|e| e["path"] == "new/dir/f.txt" && !e["after"].is_null())
+        .expect("the write's entry");
+    assert!(written["in_flight"]["temp"].is_string(), "{written}");
+    let removed = entries
+        .iter()
+        .find(|e| e["path"] == "r.txt")
+        .expect("the remove's entry");
+    assert_eq!(
+        removed["in_flight"],
+        serde_json::json!({ "temp": null }),
+        "{removed}"
+    );
+    // The undo's record.
+    let record = ops
+        .iter()
+        .find_map(|op| op.get("record"))
+        .expect("the undo's record");
+    let documented = [
+        "id",
+        "kind",
+        "time",
+        "entries",
+        "turns",
+        "files",
+        "removed_dirs",
+    ];
+    for k in record.as_object().unwrap().keys() {
+        assert!(
+            documented.contains(&k.as_str()),
+            "{k} is not in FORMAT.md: {record}"
+        );
+    }
+    assert_eq!(record["kind"], "undo");
+    let dirs: Vec<&Value> = record["removed_dirs"].as_array().unwrap().iter().collect();
+    let paths: Vec<&str> = dirs.iter().map(|d| d["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["new", "new/dir"], "{record}");
+    let root = std::fs::canonicalize(ws.path()).unwrap();
+    for d in dirs {
+        assert_eq!(d["workspace"]["path"], root.to_str().unwrap(), "{d}");
+        assert!(
+            d["workspace"]["dev"].is_u64() && d["workspace"]["ino"].is_u64(),
+            "{d}"
+        );
+    }
 }
