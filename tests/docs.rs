@@ -53,8 +53,9 @@
 //! binary, first on `PATH`.
 //!
 //! After the examples, what the docs say in sentences that a test can hold
-//! them to: which commands need a session, what prune keeps and reports, and
-//! what the index holds (`docs/FORMAT.md`).
+//! them to: which commands need a session, that `docs/ARCHITECTURE.md` has a
+//! row for every module, that every document and test the docs cite exists,
+//! what prune keeps and reports, and what the index holds (`docs/FORMAT.md`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -1141,6 +1142,169 @@ fn the_commands_json_md_says_need_a_session_are_those_that_do() {
     assert_eq!(
         documented, need,
         "JSON.md's list of the agent's commands (left) is not the commands that need a session"
+    );
+}
+
+/// The module tables of `docs/ARCHITECTURE.md` name every source file of the
+/// store and of the command line.
+#[test]
+fn architecture_md_names_every_module() {
+    let doc = read_doc("docs/ARCHITECTURE.md");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut missing = Vec::new();
+    for (dir, strip) in [
+        ("crates/turnback-store/src", "crates/turnback-store/src/"),
+        ("src", "src/"),
+        ("src/commands", "src/"),
+    ] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let name = rel.strip_prefix(strip).unwrap().to_owned();
+            if !doc.contains(&format!("| `{name}` |")) {
+                missing.push(rel);
+            }
+        }
+    }
+    // The platform modules are one row, `sys/`.
+    assert!(doc.contains("| `sys/` |"));
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md has no row for {missing:?}"
+    );
+}
+
+/// Every document the project cites exists: in the prose of `README.md` and
+/// `docs/*.md` (outside fenced blocks) and in the comments of the sources and
+/// tests, a name in capitals such as `DESIGN.md` or `docs/FORMAT.md` outside
+/// backticks, or one in `docs/` in them. A capital name in backticks, or
+/// one a source file also uses in its code, is as often a file of an example
+/// workspace (`NOTES.md`) and not a citation.
+#[test]
+fn every_document_the_project_cites_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<PathBuf> = vec![root.join("README.md")];
+    for dir in [
+        "docs",
+        "tests",
+        "src",
+        "src/commands",
+        "crates/turnback-store/src",
+        "examples",
+    ] {
+        for e in std::fs::read_dir(root.join(dir)).into_iter().flatten() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "md" || x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    let mut missing = BTreeSet::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let markdown = f.extension().is_some_and(|x| x == "md");
+        // A Rust file's code, without its comments: where example files are named.
+        let code: String = match markdown {
+            true => String::new(),
+            false => text
+                .lines()
+                .map(|l| l.split_once("//").map_or(l, |(code, _)| code))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        };
+        let mut fenced = false;
+        for line in text.lines() {
+            let prose = match markdown {
+                true => {
+                    if line.trim_start().starts_with("```") {
+                        fenced = !fenced;
+                        continue;
+                    }
+                    if fenced {
+                        continue;
+                    }
+                    line
+                }
+                false => match line.split_once("//") {
+                    Some((_, comment)) => comment,
+                    None => continue,
+                },
+            };
+            for (n, piece) in prose.split('`').enumerate() {
+                let quoted = n % 2 == 1;
+                for word in
+                    piece.split(|c: char| !(c.is_ascii_alphanumeric() || "._-/".contains(c)))
+                {
+                    let word = word.trim_end_matches('.');
+                    let Some(name) = word.strip_suffix(".md") else {
+                        continue;
+                    };
+                    let base = name.strip_prefix("docs/").unwrap_or(name);
+                    let capitals = !base.is_empty()
+                        && base.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+                    let cited = match quoted {
+                        true => name.starts_with("docs/") && capitals,
+                        false => capitals,
+                    };
+                    let exists = [root.join(word), root.join("docs").join(word)]
+                        .iter()
+                        .any(|p| p.is_file());
+                    if cited && !exists && !code.contains(word) {
+                        let shown = f.strip_prefix(root).unwrap().display().to_string();
+                        missing.insert(format!("{shown} cites {word}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "no such document: {missing:#?}");
+}
+
+/// Every test `docs/RELIABILITY.md` names as a proof (`file::function`)
+/// exists: in `tests/FILE.rs`, or as a unit test in the store's or the
+/// command line's `FILE.rs`, or in `crates/turnback-store/tests/FILE.rs`.
+#[test]
+fn every_test_reliability_md_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = read_doc("docs/RELIABILITY.md");
+    let mut missing = Vec::new();
+    for quoted in doc.split('`').skip(1).step_by(2) {
+        let parts: Vec<&str> = quoted.split("::").collect();
+        let is_name = parts.len() >= 2
+            && parts.iter().all(|p| {
+                !p.is_empty()
+                    && p.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            });
+        // Not a test: a placeholder and the standard library.
+        if !is_name || quoted == "file::function" || parts[0] == "std" {
+            continue;
+        }
+        let (function, module) = parts.split_last().unwrap();
+        let module = module.join("/");
+        let found = [
+            format!("tests/{module}.rs"),
+            format!("crates/turnback-store/src/{module}.rs"),
+            format!("crates/turnback-store/tests/{module}.rs"),
+            format!("src/{module}.rs"),
+        ]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(root.join(p)).ok())
+        .any(|text| text.contains(&format!("fn {function}(")));
+        if !found {
+            missing.push(quoted.to_owned());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/RELIABILITY.md names tests that do not exist: {missing:#?}"
     );
 }
 
