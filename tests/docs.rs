@@ -55,7 +55,8 @@
 //! After the examples, what the docs say in sentences that a test can hold
 //! them to: which commands need a session, that `docs/ARCHITECTURE.md` has a
 //! row for every module, that every document and test the docs cite exists,
-//! what prune keeps and reports, and what the index holds (`docs/FORMAT.md`).
+//! what prune keeps and reports, what the index holds (`docs/FORMAT.md`), and
+//! that `turnback man` is one page naming every command and variable.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -1479,4 +1480,87 @@ turnback rm r.txt";
             "{d}"
         );
     }
+}
+
+/// `turnback man` is the whole manual on one page: it names no page that is
+/// not shipped (`turnback-write(1)`: there is one page, no page per command),
+/// gives every command its own part with its synopsis and example, and has an
+/// ENVIRONMENT section naming every variable the command line reads. Rendered
+/// with `man` where it is installed, the text says the same.
+#[test]
+fn the_manual_page_is_one_page_with_every_command_and_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |script: &str| {
+        let r = sh(dir.path(), script, true, |_| {});
+        assert_eq!(r.code(), 0, "{script}: {}", r.stderr);
+        r.stdout
+    };
+    let help = run("turnback --help");
+    let commands = commands_of_the_help(dir.path());
+    assert!(commands.len() >= 15, "{commands:?}");
+    // Every `[env: NAME=]` of the help, and NO_COLOR, which `--color` reads.
+    let mut variables: Vec<&str> = help
+        .split("[env: ")
+        .skip(1)
+        .filter_map(|s| s.split('=').next())
+        .collect();
+    assert!(variables.contains(&"TURNBACK_HOME"), "{help}");
+    variables.push("NO_COLOR");
+    let page = run("turnback man");
+    let mut problems = Vec::new();
+    for c in &commands {
+        if page.contains(&format!("turnback\\-{c}(")) || page.contains(&format!("turnback-{c}(")) {
+            problems.push(format!(
+                "points at a page turnback-{c}(1), which is not shipped"
+            ));
+        }
+        let heading = format!(".SS \"turnback {c}\"");
+        if !page.lines().any(|l| l == heading) {
+            problems.push(format!("has no part for `turnback {c}` ({heading})"));
+        }
+    }
+    let environment = page
+        .split(".SH ENVIRONMENT\n")
+        .nth(1)
+        .map(|s| s.split("\n.SH ").next().unwrap_or_default());
+    match environment {
+        None => problems.push("has no ENVIRONMENT section".into()),
+        Some(section) => {
+            for v in &variables {
+                if !section.contains(v) {
+                    problems.push(format!("its ENVIRONMENT section does not name {v}"));
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "turnback man:\n{}\n\n{page}",
+        problems.join("\n")
+    );
+    // The page renders, and reads as the help does.
+    let has_man = Command::new("man")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_man {
+        eprintln!("skipped: rendering the manual page: no `man` on this machine");
+        return;
+    }
+    let text = run("turnback man | MANWIDTH=100 man -l - 2>&1 | col -b");
+    for v in &variables {
+        assert!(
+            text.contains(v),
+            "the rendered page does not name {v}:\n{text}"
+        );
+    }
+    for c in &commands {
+        assert!(
+            text.contains(&format!("turnback {c}")),
+            "the rendered page has no `turnback {c}`:\n{text}"
+        );
+    }
+    assert!(!text.contains("turnback-write(1)"), "{text}");
 }
