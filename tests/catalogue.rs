@@ -1,5 +1,6 @@
-//! The catalogue of bad input: one test per item of DESIGN.md's "Bad input gets a
-//! clear error and loses nothing", each named after it (`bad_input_*`).
+//! The catalogue of bad input: one test per item of the table in
+//! `docs/RELIABILITY.md`, section 6 ("Nothing lost on bad input"), each named
+//! after it (`bad_input_*`).
 //!
 //! Every test checks two things: the error is the documented [`Error`] variant,
 //! naming the file or session concerned; and nothing is lost: the user's files,

@@ -569,8 +569,8 @@ fn a_corrupted_backup_in_a_subdirectory_leaves_no_temporary_there() {
     assert!(stray_temps(env.ws.path()).is_empty());
 }
 
-/// A rewind is checked as a whole before anything is touched (DESIGN: "checked
-/// all together before anything is touched"; lib docs: "a missing or damaged
+/// A rewind is checked as a whole before anything is touched (docs/FORMAT.md,
+/// "Reverts": "every file is checked before any is touched"; lib docs: "a missing or damaged
 /// backup ... nothing is overwritten or deleted"): a damaged backup of one file
 /// must not leave the rewind half done, with the other files already restored.
 #[test]

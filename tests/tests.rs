@@ -26,7 +26,7 @@ mod turns;
 mod interactive;
 // Crash injection: the binary aborted after every durable step, then recovery checked.
 mod failpoints;
-// One test per bad input DESIGN.md lists: its documented error, nothing lost.
+// One test per bad input docs/RELIABILITY.md lists (section 6): its documented error, nothing lost.
 mod catalogue;
 // A model of the store, checked against the real one under random operation sequences.
 mod model;
@@ -44,3 +44,5 @@ mod clones;
 mod syncs;
 // A git repository as the workspace: what turnback writes under .git, and what it leaves.
 mod git;
+// The examples of README.md and docs/JSON.md, run for real and compared with what the docs show.
+mod docs;

@@ -184,7 +184,8 @@ pub struct Turn {
 pub struct RevertRecord {
     /// Increasing within the session.
     pub id: u64,
-    /// "undo", "revert", "rewind" or "rewind-turn".
+    /// "undo", "revert", "rewind", "rewind-turn" or "rollback" (a forced
+    /// rollback over changes recorded since its checkpoint).
     pub kind: String,
     /// When it was done.
     #[serde(with = "time::serde::rfc3339")]

@@ -1,10 +1,12 @@
 //! Retention: which sessions the store keeps, and pruning the rest.
 //!
 //! A session is kept while it is among the most recently changed ones or was
-//! changed recently (both configurable); the session in use, one whose lock is
-//! held by a live process, and one whose index cannot be read are always kept.
-//! Within a kept session, backups no entry names are deleted once they are
-//! older than a grace period (a writer may be about to name one).
+//! changed recently (both configurable); the session in use, one a live handle
+//! holds (`live`), one whose lock is held by a live process, one that changed
+//! since prune listed it, and one whose index cannot be read are always kept.
+//! Within a kept session, backups that neither an entry nor a revert record
+//! (kept for redo) names are deleted once they are older than a grace period
+//! (a writer may be about to name one).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -59,7 +61,8 @@ pub struct PruneReport {
 pub struct PrunedSession {
     /// The session id.
     pub id: String,
-    /// When it last changed.
+    /// When it last changed: the newer modification time of its
+    /// `index.json` and `journal.jsonl` (its directory's when it has neither).
     pub last_change: OffsetDateTime,
     /// Bytes of backups it held.
     pub bytes: u64,

@@ -65,9 +65,10 @@ pub struct SessionSummary {
     pub id: String,
     /// The workspace roots its entries (in effect or undone) are in.
     pub workspaces: Vec<PathBuf>,
-    /// How many entries it holds.
+    /// How many entries it holds (in effect; undone ones are not counted).
     pub entries: usize,
-    /// When its newest entry, undo, revert or rewind was made.
+    /// When its newest entry, or its newest undo, revert or rewind not yet
+    /// redone, was made.
     pub last_change: Option<OffsetDateTime>,
     /// Bytes of backups it keeps.
     pub bytes: u64,
@@ -217,7 +218,7 @@ impl Store {
     }
 
     /// Every session of the home with its workspaces, size and last change,
-    /// newest change last.
+    /// newest change last (those without one first; ties in id order).
     pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
         let mut out = Vec::new();
         for id in self.session_ids()? {
