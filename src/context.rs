@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use turnback_store::{Session, Store, Workspace};
+use turnback::errors::Kind;
+use turnback_store::{ErrorKind, Session, Store, Workspace};
 
 use crate::cli::Cli;
 use crate::commands::CliError;
@@ -127,7 +128,7 @@ impl Context {
                 format!("no session has changes in {}", ws.root().display()),
                 Some("pass --session ID; `turnback sessions` lists them".into()),
             )
-            .kind("no-session")),
+            .kind(Kind::NoSession)),
         }
     }
 
@@ -175,7 +176,7 @@ impl Context {
                 format!("no session has a change to {}", file.display()),
                 Some("pass --session ID; `turnback sessions` lists them".into()),
             )
-            .kind("no-change-to-file")),
+            .kind(ErrorKind::NoChangeToFile)),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use turnback_store::{Error, RevertOptions, Session, Store, Workspace};
 
-use crate::commands::{CliError, error_text};
+use crate::commands::CliError;
 use turnback::output::{Out, Role};
 use turnback::text;
 
@@ -93,8 +93,8 @@ fn script(out: &Out, scratch: &Path) -> Result<(), CliError> {
             let e = CliError::from(e);
             let shown = format!(
                 "$ turnback rewind msg-1\n{}(exit code {})",
-                error_text(&e),
-                e.code
+                e.text(),
+                e.code()
             );
             indented(out, &shown)
         }

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use turnback::errors::Kind;
 use turnback_store::Expected;
 
 use crate::cli::{FileArgs, WriteArgs};
@@ -48,14 +49,14 @@ fn stdin_error(problem: StdinProblem, file: &Path) -> CliError {
             format!("standard input is closed: no new contents for {file}; nothing was written"),
             Some(pipe.into()),
         )
-        .kind("no-input"),
+        .kind(Kind::NoInput),
         StdinProblem::NotReadable => CliError::new(
             format!(
                 "standard input is not open for reading: no new contents for {file}; nothing was written"
             ),
             Some(pipe.into()),
         )
-        .kind("no-input"),
+        .kind(Kind::NoInput),
         StdinProblem::Terminal => CliError::usage(
             format!("standard input is a terminal: no new contents for {file}; nothing was written"),
             pipe,
