@@ -7,9 +7,13 @@ use turnback_store::{ErrorKind, Session, Store, Workspace};
 
 use crate::cli::Cli;
 use crate::commands::CliError;
+use crate::render::Renderer;
 
 pub(crate) struct Context {
     pub store: Store,
+    /// How the command's output is written (the rewind picker writes its
+    /// preview before it asks).
+    pub render: Renderer,
     pub cwd: PathBuf,
     workspace: Option<PathBuf>,
     session: Option<String>,
@@ -18,7 +22,7 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    pub(crate) fn new(cli: &Cli) -> Result<Context, CliError> {
+    pub(crate) fn new(cli: &Cli, render: Renderer) -> Result<Context, CliError> {
         let store = match &cli.home {
             Some(home) => Store::new(home),
             None => Store::open_default()?,
@@ -27,6 +31,7 @@ impl Context {
             .map_err(|e| CliError::new(format!("cannot read the current directory: {e}"), None))?;
         Ok(Context {
             store,
+            render,
             cwd,
             workspace: cli.workspace.clone(),
             session: cli.session.clone(),

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod context;
+mod render;
 mod sys;
 
 fn main() -> std::process::ExitCode {

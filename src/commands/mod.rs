@@ -1,5 +1,6 @@
-//! One module per command; `run` dispatches and turns an error into one line,
-//! a hint and an exit code (or, with `--json`, one JSON object on stderr).
+//! One module per command; `run` dispatches, has the renderer write the
+//! command's report, and turns an error into its exit code and (through the
+//! renderer) one line and a hint, or with `--json` one JSON object on stderr.
 
 mod bracket;
 mod demo;
@@ -10,12 +11,12 @@ mod revert;
 mod sessions;
 mod write;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
 use crate::context::Context;
-use turnback::output::Out;
+use crate::render::{Renderer, Report};
+use turnback::output::ColorChoice;
 
 pub(crate) use error::CliError;
 
@@ -32,70 +33,69 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
     let rendered = e.render().to_string();
     let first = rendered.lines().next().unwrap_or_default();
     let message = first.strip_prefix("error: ").unwrap_or(first);
-    report(
-        &CliError::usage(
-            message,
-            "`turnback --help` lists the commands and their flags",
-        ),
-        true,
-    );
+    Renderer::new(ColorChoice::Never, true).error(&CliError::usage(
+        message,
+        "`turnback --help` lists the commands and their flags",
+    ));
     ExitCode::from(turnback::errors::EXIT_USAGE)
 }
 
 pub(crate) fn run(cli: Cli) -> ExitCode {
-    let out = Out::new(cli.color, cli.json);
-    match dispatch(&cli, &out) {
+    let render = Renderer::new(cli.color, cli.json);
+    match dispatch(&cli, render) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            report(&e, cli.json);
+            render.error(&e);
             ExitCode::from(e.code())
         }
     }
 }
 
-fn report(e: &CliError, json: bool) {
-    let mut err = std::io::stderr().lock();
-    let _ = if json {
-        writeln!(err, "{}", e.json())
-    } else {
-        write!(err, "{}", e.text())
+/// Runs the command and writes its report. Only the commands that need no
+/// store run before the store is opened.
+fn dispatch(cli: &Cli, render: Renderer) -> Result<(), CliError> {
+    let report = match &cli.command {
+        Command::Demo => Some(demo::run(render.style()).map(boxed)),
+        Command::Completions { shell } => Some(docs::completions(*shell).map(boxed)),
+        Command::Man => Some(docs::man().map(boxed)),
+        _ => None,
     };
-}
-
-fn dispatch(cli: &Cli, out: &Out) -> Result<(), CliError> {
-    match &cli.command {
-        Command::Demo => return demo::run(out),
-        Command::Completions { shell } => return docs::completions(*shell),
-        Command::Man => return docs::man(),
-        _ => {}
+    if let Some(report) = report {
+        return report.map(|r| render.report(&*r));
     }
-    let ctx = Context::new(cli)?;
-    let done = match &cli.command {
-        Command::Write(args) => write::write(&ctx, out, args),
-        Command::Rm(args) => write::rm(&ctx, out, args),
-        Command::Mv { from, to, message } => write::mv(&ctx, out, from, to, message),
+    let ctx = Context::new(cli, render)?;
+    let report = match &cli.command {
+        Command::Write(args) => write::write(&ctx, args).map(boxed),
+        Command::Rm(args) => write::rm(&ctx, args).map(boxed),
+        Command::Mv { from, to, message } => write::mv(&ctx, from, to, message).map(boxed),
         Command::Turn {
             prompt,
             conversation_index,
-        } => write::turn(&ctx, out, prompt, *conversation_index),
-        Command::Checkpoint(args) => bracket::checkpoint(&ctx, out, args),
-        Command::Commit { id } => bracket::commit(&ctx, out, *id),
-        Command::Rollback { id, flags } => bracket::rollback(&ctx, out, *id, flags),
-        Command::Undo(flags) => revert::undo(&ctx, out, flags),
-        Command::Revert { file, flags } => revert::revert(&ctx, out, file, flags),
+        } => write::turn(&ctx, prompt, *conversation_index).map(boxed),
+        Command::Checkpoint(args) => bracket::checkpoint(&ctx, args).map(boxed),
+        Command::Commit { id } => bracket::commit(&ctx, *id).map(boxed),
+        Command::Rollback { id, flags } => bracket::rollback(&ctx, *id, flags),
+        Command::Undo(flags) => revert::undo(&ctx, flags).map(boxed),
+        Command::Revert { file, flags } => revert::revert(&ctx, file, flags).map(boxed),
         Command::Rewind {
             message,
             turn,
             flags,
-        } => revert::rewind(&ctx, out, message.as_deref(), *turn, flags),
-        Command::Redo(flags) => revert::redo(&ctx, out, flags),
-        Command::Log { all } => inspect::log(&ctx, out, *all),
-        Command::Diff { file, stat } => inspect::diff(&ctx, out, file.as_deref(), *stat),
-        Command::Sessions => sessions::list(&ctx, out),
-        Command::Prune { dry_run } => sessions::prune(&ctx, out, *dry_run),
+        } => revert::rewind(&ctx, message.as_deref(), *turn, flags),
+        Command::Redo(flags) => revert::redo(&ctx, flags).map(boxed),
+        Command::Log { all } => inspect::log(&ctx, *all).map(boxed),
+        Command::Diff { file, stat } => inspect::diff(&ctx, file.as_deref(), *stat).map(boxed),
+        Command::Sessions => sessions::list(&ctx).map(boxed),
+        Command::Prune { dry_run } => sessions::prune(&ctx, *dry_run).map(boxed),
         Command::Demo | Command::Completions { .. } | Command::Man => unreachable!("handled above"),
     };
+    let written = report.map(|r| render.report(&*r));
     // Whatever the command did, say which store directories it made private.
     ctx.report_notices();
-    done
+    written
+}
+
+/// A handler's report, for the renderer.
+fn boxed(report: impl Report + 'static) -> Box<dyn Report> {
+    Box::new(report)
 }

@@ -1,30 +1,47 @@
 //! `turnback sessions` and `turnback prune`: the store as a whole.
 
-use turnback_store::Retention;
+use serde_json::Value;
+use turnback::output::Out;
+use turnback::{json, text};
+use turnback_store::{PruneReport, Retention, SessionSummary};
 
 use crate::commands::CliError;
 use crate::context::Context;
-use turnback::output::Out;
-use turnback::{json, text};
+use crate::render::Report;
 
-pub(crate) fn list(ctx: &Context, out: &Out) -> Result<(), CliError> {
-    let list = ctx.store.sessions()?;
-    if out.json {
-        out.json(&json::sessions(&list));
-    } else {
-        out.print(&text::sessions(out, &list));
+/// Every session of the store.
+pub(crate) struct Sessions(Vec<SessionSummary>);
+
+impl Report for Sessions {
+    fn json(&self) -> Option<Value> {
+        Some(json::sessions(&self.0))
     }
-    Ok(())
+
+    fn text(&self, out: &Out) -> String {
+        text::sessions(out, &self.0)
+    }
 }
 
-pub(crate) fn prune(ctx: &Context, out: &Out, dry_run: bool) -> Result<(), CliError> {
+pub(crate) fn list(ctx: &Context) -> Result<Sessions, CliError> {
+    Ok(Sessions(ctx.store.sessions()?))
+}
+
+/// What prune removed, or would remove.
+pub(crate) struct Pruned(PruneReport);
+
+impl Report for Pruned {
+    fn json(&self) -> Option<Value> {
+        Some(json::prune(&self.0))
+    }
+
+    fn text(&self, _: &Out) -> String {
+        text::prune(&self.0)
+    }
+}
+
+pub(crate) fn prune(ctx: &Context, dry_run: bool) -> Result<Pruned, CliError> {
     let r = ctx
         .store
         .prune(&Retention::default(), ctx.named_session(), dry_run)?;
-    if out.json {
-        out.json(&json::prune(&r));
-    } else {
-        out.print(&text::prune(&r));
-    }
-    Ok(())
+    Ok(Pruned(r))
 }

@@ -2,17 +2,37 @@
 
 use std::path::Path;
 
+use serde_json::Value;
 use turnback::errors::Kind;
-use turnback_store::Expected;
+use turnback::output::Out;
+use turnback::{json, text};
+use turnback_store::{Entry, Expected};
 
 use crate::cli::{FileArgs, WriteArgs};
 use crate::commands::CliError;
 use crate::context::Context;
+use crate::render::Report;
 use crate::sys::{self, StdinProblem};
-use turnback::output::Out;
-use turnback::{json, text};
 
-pub(crate) fn write(ctx: &Context, out: &Out, w: &WriteArgs) -> Result<(), CliError> {
+/// One entry a command made or changed: its line, or `{"session", "entry"}`.
+pub(crate) struct EntryReport {
+    pub(crate) session: String,
+    pub(crate) entry: Entry,
+    /// What the text line starts with ("committed ").
+    pub(crate) prefix: &'static str,
+}
+
+impl Report for EntryReport {
+    fn json(&self) -> Option<Value> {
+        Some(json::session_entry(&self.session, &self.entry))
+    }
+
+    fn text(&self, out: &Out) -> String {
+        format!("{}{}\n", self.prefix, text::entry_line(out, &self.entry))
+    }
+}
+
+pub(crate) fn write(ctx: &Context, w: &WriteArgs) -> Result<EntryReport, CliError> {
     // Before anything is opened: a closed or unreadable stdin, or a person's
     // terminal, must not become the file's contents.
     if let Some(problem) = sys::stdin_problem() {
@@ -32,12 +52,11 @@ pub(crate) fn write(ctx: &Context, out: &Out, w: &WriteArgs) -> Result<(), CliEr
         &args.message,
         &expected,
     )?;
-    if out.json {
-        out.json(&json::session_entry(session.id(), &e));
-    } else {
-        out.line(&text::entry_line(out, &e));
-    }
-    Ok(())
+    Ok(EntryReport {
+        session: session.id().to_owned(),
+        entry: e,
+        prefix: "",
+    })
 }
 
 /// The error for a standard input that cannot be `file`'s new contents.
@@ -64,52 +83,72 @@ fn stdin_error(problem: StdinProblem, file: &Path) -> CliError {
     }
 }
 
-pub(crate) fn rm(ctx: &Context, out: &Out, args: &FileArgs) -> Result<(), CliError> {
+pub(crate) fn rm(ctx: &Context, args: &FileArgs) -> Result<EntryReport, CliError> {
     let session = ctx.agent_session()?;
     let ws = ctx.workspace()?;
     let e = session.remove(&ws, ctx.user_path(&args.file), &args.message)?;
-    if out.json {
-        out.json(&json::session_entry(session.id(), &e));
-    } else {
-        out.line(&text::entry_line(out, &e));
-    }
-    Ok(())
+    Ok(EntryReport {
+        session: session.id().to_owned(),
+        entry: e,
+        prefix: "",
+    })
 }
 
-pub(crate) fn mv(
-    ctx: &Context,
-    out: &Out,
-    from: &Path,
-    to: &Path,
-    message: &str,
-) -> Result<(), CliError> {
+/// The two entries of a move: a line each, or `{"session", "entries"}`.
+pub(crate) struct Moved {
+    session: String,
+    entries: Vec<Entry>,
+}
+
+impl Report for Moved {
+    fn json(&self) -> Option<Value> {
+        Some(json::entries(&self.session, &self.entries))
+    }
+
+    fn text(&self, out: &Out) -> String {
+        self.entries
+            .iter()
+            .map(|e| format!("{}\n", text::entry_line(out, e)))
+            .collect()
+    }
+}
+
+pub(crate) fn mv(ctx: &Context, from: &Path, to: &Path, message: &str) -> Result<Moved, CliError> {
     let session = ctx.agent_session()?;
     let ws = ctx.workspace()?;
     let entries = session.rename(&ws, ctx.user_path(from), ctx.user_path(to), message)?;
-    if out.json {
-        let list: Vec<_> = entries.iter().map(json::entry).collect();
-        out.json(&serde_json::json!({ "session": session.id(), "entries": list }));
-    } else {
-        for e in &entries {
-            out.line(&text::entry_line(out, e));
-        }
+    Ok(Moved {
+        session: session.id().to_owned(),
+        entries,
+    })
+}
+
+/// The number of the turn begun.
+pub(crate) struct TurnBegun {
+    session: String,
+    turn: u32,
+}
+
+impl Report for TurnBegun {
+    fn json(&self) -> Option<Value> {
+        Some(serde_json::json!({ "session": self.session, "turn": self.turn }))
     }
-    Ok(())
+
+    fn text(&self, _: &Out) -> String {
+        // Only the number, so that `n=$(turnback turn --prompt ...)` works.
+        format!("{}\n", self.turn)
+    }
 }
 
 pub(crate) fn turn(
     ctx: &Context,
-    out: &Out,
     prompt: &str,
     conversation_index: Option<u64>,
-) -> Result<(), CliError> {
+) -> Result<TurnBegun, CliError> {
     let session = ctx.agent_session()?;
-    let n = session.begin_turn(prompt, conversation_index)?;
-    if out.json {
-        out.json(&serde_json::json!({ "session": session.id(), "turn": n }));
-    } else {
-        // Only the number, so that `n=$(turnback turn --prompt ...)` works.
-        out.line(&n.to_string());
-    }
-    Ok(())
+    let turn = session.begin_turn(prompt, conversation_index)?;
+    Ok(TurnBegun {
+        session: session.id().to_owned(),
+        turn,
+    })
 }
