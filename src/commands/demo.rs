@@ -22,6 +22,11 @@ const START: &[(&str, &str)] = &[
     ("NOTES.md", "- remember the milk\n"),
 ];
 
+/// Run a short scripted agent session in a scratch directory and undo parts of it
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback demo")]
+pub(crate) struct DemoArgs {}
+
 /// What the demo did, step by step, for the text that tells it.
 pub(crate) struct Demo {
     workspace: PathBuf,
@@ -109,7 +114,7 @@ impl Report for Demo {
 /// Runs the demo in a scratch directory, deleted at the end. `style` is how
 /// the report will be shown, for the second process to colour its output
 /// the same way.
-pub(crate) fn run(style: Out) -> Result<Demo, CliError> {
+pub(crate) fn run(style: Out, _: &DemoArgs) -> Result<Demo, CliError> {
     let scratch = std::env::temp_dir().join(format!("turnback-demo-{}", std::process::id()));
     let result = script(style, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);

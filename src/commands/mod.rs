@@ -2,23 +2,59 @@
 //! command's report, and turns an error into its exit code and (through the
 //! renderer) one line and a hint, or with `--json` one JSON object on stderr.
 
-mod bracket;
+mod checkpoint;
+mod commit;
+mod common;
+mod completions;
 mod demo;
-mod docs;
+mod diff;
 mod error;
-mod inspect;
+mod log;
+mod man;
+mod mv;
+mod prune;
+mod redo;
 mod revert;
+mod rewind;
+mod rm;
+mod rollback;
 mod sessions;
+mod turn;
+mod undo;
 mod write;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::Cli;
 use crate::context::Context;
 use crate::render::{Renderer, Report};
 use turnback::output::ColorChoice;
 
 pub(crate) use error::CliError;
+
+/// The commands, in the order `--help` lists them. Each one's help line and
+/// example are on its arguments' struct, in its own module.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum Command {
+    Write(write::WriteArgs),
+    Rm(rm::RmArgs),
+    Mv(mv::MvArgs),
+    Checkpoint(checkpoint::CheckpointArgs),
+    Commit(commit::CommitArgs),
+    Rollback(rollback::RollbackArgs),
+    Turn(turn::TurnArgs),
+    Undo(undo::UndoArgs),
+    Revert(revert::RevertArgs),
+    Rewind(rewind::RewindArgs),
+    Redo(redo::RedoArgs),
+    Log(log::LogArgs),
+    Diff(diff::DiffArgs),
+    Sessions(sessions::SessionsArgs),
+    Prune(prune::PruneArgs),
+    Demo(demo::DemoArgs),
+    Completions(completions::CompletionsArgs),
+    Man(man::ManArgs),
+}
 
 /// A command line clap could not parse (or `--help`, `--version`): clap's own
 /// text, or with `--json` anywhere in the arguments the JSON error object.
@@ -51,13 +87,13 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// Runs the command and writes its report. Only the commands that need no
-/// store run before the store is opened.
+/// Runs the command and writes its report. The commands that need no store
+/// run before it is opened (so that they work where there is none).
 fn dispatch(cli: &Cli, render: Renderer) -> Result<(), CliError> {
     let report = match &cli.command {
-        Command::Demo => Some(demo::run(render.style()).map(boxed)),
-        Command::Completions { shell } => Some(docs::completions(*shell).map(boxed)),
-        Command::Man => Some(docs::man().map(boxed)),
+        Command::Demo(args) => Some(demo::run(render.style(), args).map(boxed)),
+        Command::Completions(args) => Some(completions::run(args).map(boxed)),
+        Command::Man(args) => Some(man::run(args).map(boxed)),
         _ => None,
     };
     if let Some(report) = report {
@@ -65,29 +101,24 @@ fn dispatch(cli: &Cli, render: Renderer) -> Result<(), CliError> {
     }
     let ctx = Context::new(cli, render)?;
     let report = match &cli.command {
-        Command::Write(args) => write::write(&ctx, args).map(boxed),
-        Command::Rm(args) => write::rm(&ctx, args).map(boxed),
-        Command::Mv { from, to, message } => write::mv(&ctx, from, to, message).map(boxed),
-        Command::Turn {
-            prompt,
-            conversation_index,
-        } => write::turn(&ctx, prompt, *conversation_index).map(boxed),
-        Command::Checkpoint(args) => bracket::checkpoint(&ctx, args).map(boxed),
-        Command::Commit { id } => bracket::commit(&ctx, *id).map(boxed),
-        Command::Rollback { id, flags } => bracket::rollback(&ctx, *id, flags),
-        Command::Undo(flags) => revert::undo(&ctx, flags).map(boxed),
-        Command::Revert { file, flags } => revert::revert(&ctx, file, flags).map(boxed),
-        Command::Rewind {
-            message,
-            turn,
-            flags,
-        } => revert::rewind(&ctx, message.as_deref(), *turn, flags),
-        Command::Redo(flags) => revert::redo(&ctx, flags).map(boxed),
-        Command::Log { all } => inspect::log(&ctx, *all).map(boxed),
-        Command::Diff { file, stat } => inspect::diff(&ctx, file.as_deref(), *stat).map(boxed),
-        Command::Sessions => sessions::list(&ctx).map(boxed),
-        Command::Prune { dry_run } => sessions::prune(&ctx, *dry_run).map(boxed),
-        Command::Demo | Command::Completions { .. } | Command::Man => unreachable!("handled above"),
+        Command::Write(args) => write::run(&ctx, args).map(boxed),
+        Command::Rm(args) => rm::run(&ctx, args).map(boxed),
+        Command::Mv(args) => mv::run(&ctx, args).map(boxed),
+        Command::Checkpoint(args) => checkpoint::run(&ctx, args).map(boxed),
+        Command::Commit(args) => commit::run(&ctx, args).map(boxed),
+        Command::Rollback(args) => rollback::run(&ctx, args),
+        Command::Turn(args) => turn::run(&ctx, args).map(boxed),
+        Command::Undo(args) => undo::run(&ctx, args).map(boxed),
+        Command::Revert(args) => revert::run(&ctx, args).map(boxed),
+        Command::Rewind(args) => rewind::run(&ctx, args),
+        Command::Redo(args) => redo::run(&ctx, args).map(boxed),
+        Command::Log(args) => log::run(&ctx, args).map(boxed),
+        Command::Diff(args) => diff::run(&ctx, args).map(boxed),
+        Command::Sessions(args) => sessions::run(&ctx, args).map(boxed),
+        Command::Prune(args) => prune::run(&ctx, args).map(boxed),
+        Command::Demo(_) | Command::Completions(_) | Command::Man(_) => {
+            unreachable!("run above")
+        }
     };
     let written = report.map(|r| render.report(&*r));
     // Whatever the command did, say which store directories it made private.

@@ -1,13 +1,18 @@
-//! `turnback sessions` and `turnback prune`: the store as a whole.
+//! `turnback sessions`: every session in the store.
 
 use serde_json::Value;
 use turnback::output::Out;
 use turnback::{json, text};
-use turnback_store::{PruneReport, Retention, SessionSummary};
+use turnback_store::SessionSummary;
 
 use crate::commands::CliError;
 use crate::context::Context;
 use crate::render::Report;
+
+/// List every session in the store
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback sessions --json")]
+pub(crate) struct SessionsArgs {}
 
 /// Every session of the store.
 pub(crate) struct Sessions(Vec<SessionSummary>);
@@ -22,26 +27,6 @@ impl Report for Sessions {
     }
 }
 
-pub(crate) fn list(ctx: &Context) -> Result<Sessions, CliError> {
+pub(crate) fn run(ctx: &Context, _: &SessionsArgs) -> Result<Sessions, CliError> {
     Ok(Sessions(ctx.store.sessions()?))
-}
-
-/// What prune removed, or would remove.
-pub(crate) struct Pruned(PruneReport);
-
-impl Report for Pruned {
-    fn json(&self) -> Option<Value> {
-        Some(json::prune(&self.0))
-    }
-
-    fn text(&self, _: &Out) -> String {
-        text::prune(&self.0)
-    }
-}
-
-pub(crate) fn prune(ctx: &Context, dry_run: bool) -> Result<Pruned, CliError> {
-    let r = ctx
-        .store
-        .prune(&Retention::default(), ctx.named_session(), dry_run)?;
-    Ok(Pruned(r))
 }

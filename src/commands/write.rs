@@ -1,38 +1,42 @@
-//! `turnback write` and `turnback rm`: an agent's protected changes.
+//! `turnback write FILE`: an agent replaces a file with standard input,
+//! backed up first.
 
 use std::path::Path;
 
-use serde_json::Value;
 use turnback::errors::Kind;
-use turnback::output::Out;
-use turnback::{json, text};
-use turnback_store::{Entry, Expected};
+use turnback_store::Expected;
 
-use crate::cli::{FileArgs, WriteArgs};
 use crate::commands::CliError;
+use crate::commands::common::{EntryReport, FileArgs};
 use crate::context::Context;
-use crate::render::Report;
 use crate::sys::{self, StdinProblem};
 
-/// One entry a command made or changed: its line, or `{"session", "entry"}`.
-pub(crate) struct EntryReport {
-    pub(crate) session: String,
-    pub(crate) entry: Entry,
-    /// What the text line starts with ("committed ").
-    pub(crate) prefix: &'static str,
+/// Replace FILE with standard input, backed up first (for agents)
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Standard input must be a pipe or a file: a closed one is an error and a\nterminal is refused, so that neither empties FILE. With --expect-size or\n--expect-sha256, contents that are not what was meant (a producer that stopped\nhalf way) are refused and nothing is written.\n\nExample:\n  printf 'fn main() {}\\n' | turnback write src/main.rs --message call-7 --expect-size 13"
+)]
+pub(crate) struct WriteArgs {
+    #[command(flatten)]
+    pub file: FileArgs,
+    /// Refuse the new contents unless they are exactly N bytes
+    #[arg(long, value_name = "N")]
+    pub expect_size: Option<u64>,
+    /// Refuse the new contents unless their SHA-256 is HASH (hex)
+    #[arg(long, value_name = "HASH", value_parser = parse_sha256)]
+    pub expect_sha256: Option<String>,
 }
 
-impl Report for EntryReport {
-    fn json(&self) -> Option<Value> {
-        Some(json::session_entry(&self.session, &self.entry))
-    }
-
-    fn text(&self, out: &Out) -> String {
-        format!("{}{}\n", self.prefix, text::entry_line(out, &self.entry))
+/// A SHA-256 in hex, either case; kept in lower case.
+fn parse_sha256(s: &str) -> Result<String, String> {
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err("a SHA-256 is 64 hexadecimal digits".into())
     }
 }
 
-pub(crate) fn write(ctx: &Context, w: &WriteArgs) -> Result<EntryReport, CliError> {
+pub(crate) fn run(ctx: &Context, w: &WriteArgs) -> Result<EntryReport, CliError> {
     // Before anything is opened: a closed or unreadable stdin, or a person's
     // terminal, must not become the file's contents.
     if let Some(problem) = sys::stdin_problem() {
@@ -81,74 +85,4 @@ fn stdin_error(problem: StdinProblem, file: &Path) -> CliError {
             pipe,
         ),
     }
-}
-
-pub(crate) fn rm(ctx: &Context, args: &FileArgs) -> Result<EntryReport, CliError> {
-    let session = ctx.agent_session()?;
-    let ws = ctx.workspace()?;
-    let e = session.remove(&ws, ctx.user_path(&args.file), &args.message)?;
-    Ok(EntryReport {
-        session: session.id().to_owned(),
-        entry: e,
-        prefix: "",
-    })
-}
-
-/// The two entries of a move: a line each, or `{"session", "entries"}`.
-pub(crate) struct Moved {
-    session: String,
-    entries: Vec<Entry>,
-}
-
-impl Report for Moved {
-    fn json(&self) -> Option<Value> {
-        Some(json::entries(&self.session, &self.entries))
-    }
-
-    fn text(&self, out: &Out) -> String {
-        self.entries
-            .iter()
-            .map(|e| format!("{}\n", text::entry_line(out, e)))
-            .collect()
-    }
-}
-
-pub(crate) fn mv(ctx: &Context, from: &Path, to: &Path, message: &str) -> Result<Moved, CliError> {
-    let session = ctx.agent_session()?;
-    let ws = ctx.workspace()?;
-    let entries = session.rename(&ws, ctx.user_path(from), ctx.user_path(to), message)?;
-    Ok(Moved {
-        session: session.id().to_owned(),
-        entries,
-    })
-}
-
-/// The number of the turn begun.
-pub(crate) struct TurnBegun {
-    session: String,
-    turn: u32,
-}
-
-impl Report for TurnBegun {
-    fn json(&self) -> Option<Value> {
-        Some(serde_json::json!({ "session": self.session, "turn": self.turn }))
-    }
-
-    fn text(&self, _: &Out) -> String {
-        // Only the number, so that `n=$(turnback turn --prompt ...)` works.
-        format!("{}\n", self.turn)
-    }
-}
-
-pub(crate) fn turn(
-    ctx: &Context,
-    prompt: &str,
-    conversation_index: Option<u64>,
-) -> Result<TurnBegun, CliError> {
-    let session = ctx.agent_session()?;
-    let turn = session.begin_turn(prompt, conversation_index)?;
-    Ok(TurnBegun {
-        session: session.id().to_owned(),
-        turn,
-    })
 }

@@ -1,15 +1,22 @@
-//! `turnback log` and `turnback diff`: what a session did.
-
-use std::path::Path;
+//! `turnback log`: what a session did, grouped by message.
 
 use serde_json::Value;
 use turnback::output::Out;
 use turnback::{json, text};
-use turnback_store::{Entry, FileDiff};
+use turnback_store::Entry;
 
 use crate::commands::CliError;
 use crate::context::Context;
 use crate::render::Report;
+
+/// List the session's changes, grouped by message, newest last
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback log --all")]
+pub(crate) struct LogArgs {
+    /// Every session with changes in this workspace
+    #[arg(long)]
+    all: bool,
+}
 
 /// The entries of one session, or with `--all` of each session with changes
 /// in the workspace.
@@ -46,8 +53,8 @@ impl Report for Logs {
     }
 }
 
-pub(crate) fn log(ctx: &Context, all: bool) -> Result<Logs, CliError> {
-    let sessions = if all {
+pub(crate) fn run(ctx: &Context, args: &LogArgs) -> Result<Logs, CliError> {
+    let sessions = if args.all {
         ctx.workspace_sessions()?
     } else {
         vec![ctx.person_session()?]
@@ -56,40 +63,8 @@ pub(crate) fn log(ctx: &Context, all: bool) -> Result<Logs, CliError> {
     for s in &sessions {
         logs.push((s.id().to_owned(), s.entries()?));
     }
-    Ok(Logs { all, logs })
-}
-
-/// Each changed file against its first backup.
-pub(crate) struct Diffed {
-    session: String,
-    files: Vec<FileDiff>,
-    /// Only the summary lines (the JSON has the diffs all the same).
-    stat: bool,
-}
-
-impl Report for Diffed {
-    fn json(&self) -> Option<Value> {
-        Some(json::diff(&self.session, &self.files))
-    }
-
-    fn text(&self, out: &Out) -> String {
-        text::diff(out, &self.files, self.stat)
-    }
-}
-
-pub(crate) fn diff(ctx: &Context, file: Option<&Path>, stat: bool) -> Result<Diffed, CliError> {
-    let ws = ctx.workspace()?;
-    let (session, only) = match file {
-        Some(f) => {
-            let path = ctx.user_path(f);
-            (ctx.session_for_file(&ws, &path)?, Some(path))
-        }
-        None => (ctx.person_session()?, None),
-    };
-    let files = session.diff(only.as_deref().map(|p| (&ws, p)))?;
-    Ok(Diffed {
-        session: session.id().to_owned(),
-        files,
-        stat,
+    Ok(Logs {
+        all: args.all,
+        logs,
     })
 }
