@@ -65,8 +65,9 @@ impl Renderer {
         !self.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
     }
 
-    /// Writes a report to standard output.
-    pub(crate) fn report(&self, report: &dyn Report) {
+    /// Writes a report to standard output; an error writing it is returned
+    /// (`main` decides what a closed pipe means).
+    pub(crate) fn report(&self, report: &dyn Report) -> std::io::Result<()> {
         match report.json() {
             Some(v) if self.json => self.style.json(&v),
             _ => self.style.print(&report.text(&self.style)),

@@ -23,6 +23,7 @@ mod turn;
 mod undo;
 mod write;
 
+use std::io;
 use std::process::ExitCode;
 
 use crate::cli::Cli;
@@ -76,54 +77,63 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
     ExitCode::from(turnback::errors::EXIT_USAGE)
 }
 
-pub(crate) fn run(cli: Cli) -> ExitCode {
+/// Runs the command, writes its report (or its error) and says how the
+/// process ends. An error writing the report is returned, for `main`.
+pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
     let render = Renderer::new(cli.color, cli.json);
-    match dispatch(&cli, render) {
-        Ok(()) => ExitCode::SUCCESS,
+    let mut ctx = None;
+    let done = dispatch(&cli, render, &mut ctx);
+    if let Ok(report) = &done {
+        render.report(&**report)?;
+    }
+    // Whatever the command did, say which store directories it made private.
+    if let Some(ctx) = &ctx {
+        ctx.report_notices();
+    }
+    Ok(match done {
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             render.error(&e);
             ExitCode::from(e.code())
         }
-    }
+    })
 }
 
-/// Runs the command and writes its report. The commands that need no store
-/// run before it is opened (so that they work where there is none).
-fn dispatch(cli: &Cli, render: Renderer) -> Result<(), CliError> {
-    let report = match &cli.command {
-        Command::Demo(args) => Some(demo::run(render.style(), args).map(boxed)),
-        Command::Completions(args) => Some(completions::run(args).map(boxed)),
-        Command::Man(args) => Some(man::run(args).map(boxed)),
-        _ => None,
-    };
-    if let Some(report) = report {
-        return report.map(|r| render.report(&*r));
+/// Runs the command and returns its report. The commands that need no store
+/// run before it is opened (so that they work where there is none); the
+/// others leave the context they used in `ctx`.
+fn dispatch(
+    cli: &Cli,
+    render: Renderer,
+    ctx: &mut Option<Context>,
+) -> Result<Box<dyn Report>, CliError> {
+    match &cli.command {
+        Command::Demo(args) => return demo::run(render.style(), args).map(boxed),
+        Command::Completions(args) => return completions::run(args).map(boxed),
+        Command::Man(args) => return man::run(args).map(boxed),
+        _ => {}
     }
-    let ctx = Context::new(cli, render)?;
-    let report = match &cli.command {
-        Command::Write(args) => write::run(&ctx, args).map(boxed),
-        Command::Rm(args) => rm::run(&ctx, args).map(boxed),
-        Command::Mv(args) => mv::run(&ctx, args).map(boxed),
-        Command::Checkpoint(args) => checkpoint::run(&ctx, args).map(boxed),
-        Command::Commit(args) => commit::run(&ctx, args).map(boxed),
-        Command::Rollback(args) => rollback::run(&ctx, args),
-        Command::Turn(args) => turn::run(&ctx, args).map(boxed),
-        Command::Undo(args) => undo::run(&ctx, args).map(boxed),
-        Command::Revert(args) => revert::run(&ctx, args).map(boxed),
-        Command::Rewind(args) => rewind::run(&ctx, args),
-        Command::Redo(args) => redo::run(&ctx, args).map(boxed),
-        Command::Log(args) => log::run(&ctx, args).map(boxed),
-        Command::Diff(args) => diff::run(&ctx, args).map(boxed),
-        Command::Sessions(args) => sessions::run(&ctx, args).map(boxed),
-        Command::Prune(args) => prune::run(&ctx, args).map(boxed),
+    let ctx = ctx.insert(Context::new(cli, render)?);
+    match &cli.command {
+        Command::Write(args) => write::run(ctx, args).map(boxed),
+        Command::Rm(args) => rm::run(ctx, args).map(boxed),
+        Command::Mv(args) => mv::run(ctx, args).map(boxed),
+        Command::Checkpoint(args) => checkpoint::run(ctx, args).map(boxed),
+        Command::Commit(args) => commit::run(ctx, args).map(boxed),
+        Command::Rollback(args) => rollback::run(ctx, args),
+        Command::Turn(args) => turn::run(ctx, args).map(boxed),
+        Command::Undo(args) => undo::run(ctx, args).map(boxed),
+        Command::Revert(args) => revert::run(ctx, args).map(boxed),
+        Command::Rewind(args) => rewind::run(ctx, args),
+        Command::Redo(args) => redo::run(ctx, args).map(boxed),
+        Command::Log(args) => log::run(ctx, args).map(boxed),
+        Command::Diff(args) => diff::run(ctx, args).map(boxed),
+        Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
+        Command::Prune(args) => prune::run(ctx, args).map(boxed),
         Command::Demo(_) | Command::Completions(_) | Command::Man(_) => {
             unreachable!("run above")
         }
-    };
-    let written = report.map(|r| render.report(&*r));
-    // Whatever the command did, say which store directories it made private.
-    ctx.report_notices();
-    written
+    }
 }
 
 /// A handler's report, for the renderer.

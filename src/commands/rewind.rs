@@ -85,7 +85,8 @@ fn pick_and_rewind(
     let what = format!("rewind to the start of turn {n}");
     let preview = session.rewind_to_turn(n, preview_opts)?;
     let preview = reverted(session, what.clone(), preview)?;
-    ctx.render.report(&preview);
+    // Written to the terminal the picker talks to, as its own lines are.
+    ctx.render.report(&preview).map_err(io_err)?;
     let count = preview.report.files.len();
     let question = format!(
         "Restore {count} {} to how {} when turn {n} began?",
