@@ -40,10 +40,31 @@ pub(crate) struct Cli {
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
     /// When to colour the output (NO_COLOR turns `auto` off)
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = GLOBAL)]
-    pub color: ColorChoice,
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN", help_heading = GLOBAL)]
+    pub color: ColorWhen,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The values of `--color`, as clap parses them. The presentation library's
+/// `ColorChoice` knows nothing of clap: clap belongs to the binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ColorWhen {
+    // No doc comments on the variants: clap would show them in `--help`.
+    // When standard output is a terminal and NO_COLOR is unset.
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<ColorWhen> for ColorChoice {
+    fn from(w: ColorWhen) -> ColorChoice {
+        match w {
+            ColorWhen::Auto => ColorChoice::Auto,
+            ColorWhen::Always => ColorChoice::Always,
+            ColorWhen::Never => ColorChoice::Never,
+        }
+    }
 }
 
 /// Parses the command line; a usage error is returned, not printed, so that

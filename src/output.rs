@@ -5,13 +5,14 @@ use std::io::{self, IsTerminal, Write};
 
 use anstyle::{AnsiColor, Style};
 
-/// `--color`: when to colour the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-#[allow(missing_docs)] // clap would show doc comments as help
+/// When to colour the output (the command line's `--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColorChoice {
-    // When standard output is a terminal and NO_COLOR is unset.
+    /// When standard output is a terminal and `NO_COLOR` is unset.
     Auto,
+    /// Always.
     Always,
+    /// Never.
     Never,
 }
 
@@ -41,25 +42,26 @@ impl Role {
     }
 }
 
-/// How to print.
-#[derive(Clone, Copy)]
+/// How text looks (coloured or not), and writing it to standard output.
+/// Whether the output is text at all is not its business: text is what it
+/// styles.
+#[derive(Debug, Clone, Copy)]
 pub struct Out {
+    /// Colour on.
     pub color: bool,
-    pub json: bool,
 }
 
 impl Out {
-    pub fn new(choice: ColorChoice, json: bool) -> Out {
+    /// Colour as `choice` says: for `Auto`, when standard output is a
+    /// terminal and `NO_COLOR` is unset (or empty).
+    pub fn new(choice: ColorChoice) -> Out {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let color = match choice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => !no_color && std::io::stdout().is_terminal(),
         };
-        Out {
-            color: color && !json,
-            json,
-        }
+        Out { color }
     }
 
     /// `text` in the style of `role`, when colour is on.
@@ -138,7 +140,7 @@ mod tests {
     #[test]
     fn a_closed_pipe_is_an_error_returned_not_the_end_of_the_process() {
         if std::env::var_os(CHILD).is_some() {
-            let out = Out::new(ColorChoice::Never, false);
+            let out = Out::new(ColorChoice::Never);
             let _ = out.print("ready\n");
             let start = std::time::Instant::now();
             while start.elapsed() < std::time::Duration::from_secs(20) {

@@ -48,7 +48,13 @@ impl Renderer {
     pub(crate) fn new(color: ColorChoice, json: bool) -> Renderer {
         Renderer {
             json,
-            style: Out::new(color, json),
+            // The text of a report that is text whatever the format (the
+            // demo) is not coloured either: stdout is a program's.
+            style: if json {
+                Out { color: false }
+            } else {
+                Out::new(color)
+            },
         }
     }
 

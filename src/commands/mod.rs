@@ -80,7 +80,7 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
 /// Runs the command, writes its report (or its error) and says how the
 /// process ends. An error writing the report is returned, for `main`.
 pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
-    let render = Renderer::new(cli.color, cli.json);
+    let render = Renderer::new(cli.color.into(), cli.json);
     let mut ctx = None;
     let done = dispatch(&cli, render, &mut ctx);
     if let Ok(report) = &done {
