@@ -67,7 +67,7 @@ fn main() -> io::Result<()> {
     let mut agent = Agent {
         session: store.new_session().map_err(fail)?,
         workspace: Workspace::open(&ws_dir).map_err(fail)?,
-        out: Out::new(ColorChoice::Never, false),
+        out: Out::new(ColorChoice::Never),
         conversation: Vec::new(),
         calls: 0,
     };

@@ -2,13 +2,18 @@
 
 use std::path::{Path, PathBuf};
 
-use turnback_store::{Session, Store, Workspace};
+use turnback::errors::Kind;
+use turnback_store::{ErrorKind, Session, Store, Workspace};
 
 use crate::cli::Cli;
 use crate::commands::CliError;
+use crate::render::Renderer;
 
 pub(crate) struct Context {
     pub store: Store,
+    /// How the command's output is written (the rewind picker writes its
+    /// preview before it asks).
+    pub render: Renderer,
     pub cwd: PathBuf,
     workspace: Option<PathBuf>,
     session: Option<String>,
@@ -17,7 +22,7 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    pub(crate) fn new(cli: &Cli) -> Result<Context, CliError> {
+    pub(crate) fn new(cli: &Cli, render: Renderer) -> Result<Context, CliError> {
         let store = match &cli.home {
             Some(home) => Store::new(home),
             None => Store::open_default()?,
@@ -26,6 +31,7 @@ impl Context {
             .map_err(|e| CliError::new(format!("cannot read the current directory: {e}"), None))?;
         Ok(Context {
             store,
+            render,
             cwd,
             workspace: cli.workspace.clone(),
             session: cli.session.clone(),
@@ -127,7 +133,7 @@ impl Context {
                 format!("no session has changes in {}", ws.root().display()),
                 Some("pass --session ID; `turnback sessions` lists them".into()),
             )
-            .kind("no-session")),
+            .kind(Kind::NoSession)),
         }
     }
 
@@ -175,7 +181,7 @@ impl Context {
                 format!("no session has a change to {}", file.display()),
                 Some("pass --session ID; `turnback sessions` lists them".into()),
             )
-            .kind("no-change-to-file")),
+            .kind(ErrorKind::NoChangeToFile)),
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 use turnback_store::{
-    DiffBody, Entry, Error, FileDiff, FileRevert, FileState, FileStatus, PruneReport, RevertAction,
-    RevertReport, SessionSummary,
+    Conflict, ConflictReason, DiffBody, Entry, Error, FileDiff, FileRevert, FileState, FileStatus,
+    PruneReport, RevertAction, RevertReport, SessionSummary,
 };
 
 pub fn rfc3339(t: time::OffsetDateTime) -> String {
@@ -146,77 +146,62 @@ pub fn prune(r: &PruneReport) -> Value {
     })
 }
 
-/// A stable name for each kind of error, for programs that branch on it.
+/// The stable `kind` name of a store error (`docs/JSON.md`), from the one
+/// table of errors (`crate::errors`).
 pub fn error_kind(e: &Error) -> &'static str {
-    match e {
-        Error::NoHome => "no-home",
-        Error::InvalidSessionId { .. } => "invalid-session-id",
-        Error::SessionNotFound { .. } => "session-not-found",
-        Error::CorruptIndex { .. } => "corrupt-index",
-        Error::NewerFormat { .. } => "newer-format",
-        Error::Io { .. } => "io",
-        Error::OutsideWorkspace { .. } => "outside-workspace",
-        Error::NotRegularFile { .. } => "not-regular-file",
-        Error::FileNotFound { .. } => "file-not-found",
-        Error::NonUtf8Path { .. } => "non-utf8-path",
-        Error::UnsafePath { .. } => "unsafe-path",
-        Error::WorkspaceMoved { .. } => "workspace-moved",
-        Error::FileBusy { .. } => "file-busy",
-        Error::SessionBusy { .. } => "session-busy",
-        Error::Refused { .. } => "refused",
-        Error::NothingToUndo { .. } => "nothing-to-undo",
-        Error::NoChangeToFile { .. } => "no-change-to-file",
-        Error::MessageNotFound { .. } => "message-not-found",
-        Error::BlobMissing { .. } => "backup-missing",
-        Error::BlobCorrupt { .. } => "backup-corrupt",
-        Error::NoSuchEntry { .. } => "no-such-entry",
-        Error::AlreadyCommitted { .. } => "already-committed",
-        Error::NothingToRedo { .. } => "nothing-to-redo",
-        Error::TurnNotFound { .. } => "turn-not-found",
-        Error::NotRead { .. } => "not-read",
-        Error::ChangedSinceRead { .. } => "changed-since-read",
-        Error::ContentsMismatch { .. } => "contents-mismatch",
-        Error::UnsafeStore { .. } => "unsafe-store",
-        Error::OutsideScope { .. } => "outside-scope",
-        Error::InsideStore { .. } => "inside-store",
-        _ => "error",
-    }
+    crate::errors::row(e.kind().into()).name
 }
 
-/// What the error object carries besides its common fields, for the kinds
-/// that have more to say: `{"expected", "actual"}` for `contents-mismatch`.
-pub fn error_details(e: &Error) -> Option<Value> {
-    match e {
-        Error::ContentsMismatch {
-            expected_size,
-            expected_sha256,
-            actual_size,
-            actual_sha256,
-            ..
-        } => Some(json!({
-            "expected": { "size": expected_size, "sha256": expected_sha256 },
-            "actual": { "size": actual_size, "sha256": actual_sha256 },
-        })),
-        _ => None,
+/// The error object: `kind`, `message`, `hint`, `exit_code`, `conflicts`
+/// (`null` unless `more` sets it), then the fields of `more`, an object the
+/// error's row of the table made (`crate::errors::Row::json`).
+pub fn error(
+    kind: &str,
+    message: &str,
+    hint: Option<&str>,
+    exit_code: u8,
+    more: Option<&Value>,
+) -> Value {
+    let mut e = json!({
+        "kind": kind,
+        "message": message,
+        "hint": hint,
+        "exit_code": exit_code,
+        "conflicts": null,
+    });
+    if let (Some(Value::Object(more)), Some(obj)) = (more, e.as_object_mut()) {
+        // A field already there (`conflicts`) keeps its place.
+        obj.extend(more.clone());
     }
+    json!({ "error": e })
+}
+
+/// The `expected` and `actual` fields of a `contents-mismatch` error.
+pub fn expected_actual(
+    expected_size: Option<u64>,
+    expected_sha256: Option<&str>,
+    actual_size: u64,
+    actual_sha256: &str,
+) -> Value {
+    json!({
+        "expected": { "size": expected_size, "sha256": expected_sha256 },
+        "actual": { "size": actual_size, "sha256": actual_sha256 },
+    })
 }
 
 /// The files that refused a revert, for the JSON error.
-pub fn conflicts(e: &Error) -> Value {
-    let Error::Refused { conflicts, .. } = e else {
-        return Value::Null;
-    };
+pub fn conflicts(conflicts: &[Conflict]) -> Value {
     let list: Vec<Value> = conflicts
         .iter()
         .map(|c| {
             let (reason, by) = match &c.reason {
-                turnback_store::ConflictReason::ChangedSince { by } => (
+                ConflictReason::ChangedSince { by } => (
                     "changed-since",
                     by.as_ref()
                         .map(|b| json!({ "session": b.session, "message_id": b.message_id, "seq": b.seq }))
                         .unwrap_or(Value::Null),
                 ),
-                turnback_store::ConflictReason::NeverCommitted => ("never-committed", Value::Null),
+                ConflictReason::NeverCommitted => ("never-committed", Value::Null),
             };
             json!({ "workspace": c.workspace, "path": c.path, "seq": c.seq, "reason": reason, "changed_by": by })
         })

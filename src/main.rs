@@ -4,11 +4,24 @@
 mod cli;
 mod commands;
 mod context;
+mod render;
 mod sys;
 
-fn main() -> std::process::ExitCode {
-    match cli::parse() {
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let done = match cli::parse() {
         Ok(cli) => commands::run(cli),
-        Err(e) => commands::usage_error(e),
+        Err(e) => Ok(commands::usage_error(e)),
+    };
+    match done {
+        Ok(code) => code,
+        // The reader of a pipe has gone (`turnback log | head`): it has what
+        // it wanted, which is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: could not write the output: {e}");
+            ExitCode::from(turnback::errors::EXIT_ERROR)
+        }
     }
 }

@@ -138,10 +138,7 @@ mod tests {
     }
 
     fn run(n: u32, typed: &str) -> (Option<u32>, String) {
-        let out = Out {
-            color: false,
-            json: false,
-        };
+        let out = Out { color: false };
         let mut shown = Vec::new();
         let got = pick_turn("s", &turns(n), &mut typed.as_bytes(), &mut shown, &out).unwrap();
         (got, String::from_utf8(shown).unwrap())

@@ -978,3 +978,46 @@ fn io_errors_name_the_path_and_give_a_hint() {
     }
     assert_eq!(read(file_home), b"");
 }
+
+/// `turnback log | head`: the reader of the output has gone before the
+/// command wrote. That ends the command quietly with exit code 0; any other
+/// error writing the output (a full disk) is one line on stderr and exit
+/// code 1. (It is `main` that decides so: the presentation library returns
+/// the error, for an agent that embeds it to decide for itself.)
+#[test]
+fn a_closed_output_pipe_ends_quietly_and_another_write_error_is_reported() {
+    let env = Env::new();
+    for json in [false, true] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut c = env.cmd(None);
+        c.arg("sessions").stdout(writer);
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "json {json}: {stderr}");
+        assert_eq!(stderr, "", "json {json}");
+
+        let full = match fs::OpenOptions::new().write(true).open("/dev/full") {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("skipped the full-disk half: cannot open /dev/full: {e}");
+                continue;
+            }
+        };
+        let mut c = env.cmd(None);
+        c.arg("sessions").stdout(full);
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "json {json}: {stderr}");
+        assert_eq!(
+            stderr, "error: could not write the output: No space left on device (os error 28)\n",
+            "json {json}"
+        );
+    }
+}

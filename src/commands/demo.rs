@@ -1,47 +1,131 @@
 //! `turnback demo`: a short scripted agent session in a scratch directory, so a
 //! new user sees what turnback does before trusting it with real files. It runs
-//! the agent through the library and shows each step as the commands print it;
-//! one step runs `turnback revert` as a second process, as a person at another
-//! shell would.
+//! the agent through the library, then shows each step as the commands print
+//! it; one step runs `turnback revert` as a second process, as a person at
+//! another shell would.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use turnback_store::{Error, RevertOptions, Session, Store, Workspace};
-
-use crate::commands::{CliError, error_text};
+use serde_json::Value;
 use turnback::output::{Out, Role};
 use turnback::text;
+use turnback_store::{
+    Entry, Error, FileDiff, RevertOptions, RevertReport, Session, Store, Workspace,
+};
+
+use crate::commands::CliError;
+use crate::render::Report;
 
 const START: &[(&str, &str)] = &[
     ("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n"),
     ("NOTES.md", "- remember the milk\n"),
 ];
 
-pub(crate) fn run(out: &Out) -> Result<(), CliError> {
+/// Run a short scripted agent session in a scratch directory and undo parts of it
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback demo")]
+pub(crate) struct DemoArgs {}
+
+/// What the demo did, step by step, for the text that tells it.
+pub(crate) struct Demo {
+    workspace: PathBuf,
+    store: PathBuf,
+    session: String,
+    /// Step 1: the agent's entries.
+    entries: Vec<Entry>,
+    /// Step 2: `turnback diff`.
+    diff: Vec<FileDiff>,
+    /// Step 3: `turnback undo`.
+    undo: RevertReport,
+    /// Step 4: the rewind refused.
+    refusal: CliError,
+    /// Step 5: what `turnback revert src/lib.rs` in a second process printed.
+    second: String,
+    /// Step 6: `turnback rewind msg-1 --force`.
+    rewind: RevertReport,
+}
+
+impl Report for Demo {
+    /// The demo is for a person: text even with `--json`.
+    fn json(&self) -> Option<Value> {
+        None
+    }
+
+    fn text(&self, out: &Out) -> String {
+        let step = |n: u32, what: &str| {
+            format!("\n{}\n", out.paint(Role::Header, &format!("{n}. {what}")))
+        };
+        let mut s = format!(
+            "A scratch workspace with src/lib.rs and NOTES.md, and a store for it (both are deleted at the end):\n   workspace: {}\n   store:     {}\n",
+            self.workspace.display(),
+            self.store.display()
+        );
+        s += &step(
+            1,
+            "An agent edits through turnback in three messages; each change is backed up first.",
+        );
+        s += &indented(&text::log(out, &self.session, &self.entries));
+        s += &step(
+            2,
+            "`turnback diff` shows each file against its first backup.",
+        );
+        s += &indented(&text::diff(out, &self.diff, false));
+        s += &step(
+            3,
+            "`turnback undo` reverts the newest change: msg-3's new docs/guide.md goes.",
+        );
+        s += &indented(&text::revert(out, "undo", &self.undo, &[]));
+        s += &step(
+            4,
+            "You fix src/util.rs by hand; a rewind would lose that, so it is refused.",
+        );
+        s += &indented(&format!(
+            "$ turnback rewind msg-1\n{}(exit code {})",
+            self.refusal.text(),
+            self.refusal.code()
+        ));
+        s += &step(
+            5,
+            "From another shell, `turnback revert src/lib.rs` finds the session by itself.",
+        );
+        s += &indented(&self.second);
+        s += &step(
+            6,
+            "`turnback rewind msg-1 --force` puts every file back as it was before the agent.",
+        );
+        s += &indented(&text::revert(
+            out,
+            "rewind to before msg-1",
+            &self.rewind,
+            &[],
+        ));
+        s += "   The workspace is exactly as it started: src/lib.rs and NOTES.md, nothing else.\n";
+        s += &format!("\n{}\n", out.paint(Role::Header, "On your own files:"));
+        s += "   export TURNBACK_SESSION=my-agent-1         # the agent's conversation id\n   \
+              printf 'new text\\n' | turnback write notes.txt --message call-1\n   \
+              turnback rm old.txt --message call-2\n   \
+              turnback log; turnback diff; turnback undo --dry-run; turnback undo\n   \
+              Run `turnback --help` for every command, and see README.md.\n";
+        s
+    }
+}
+
+/// Runs the demo in a scratch directory, deleted at the end. `style` is how
+/// the report will be shown, for the second process to colour its output
+/// the same way.
+pub(crate) fn run(style: Out, _: &DemoArgs) -> Result<Demo, CliError> {
     let scratch = std::env::temp_dir().join(format!("turnback-demo-{}", std::process::id()));
-    let result = script(out, &scratch);
+    let result = script(style, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
 
-fn step(out: &Out, n: u32, what: &str) {
-    out.line(&format!(
-        "\n{}",
-        out.paint(Role::Header, &format!("{n}. {what}"))
-    ));
+fn indented(text: &str) -> String {
+    text.lines().map(|l| format!("   {l}\n")).collect()
 }
 
-fn indented(out: &Out, text: &str) {
-    out.print(
-        &text
-            .lines()
-            .map(|l| format!("   {l}\n"))
-            .collect::<String>(),
-    );
-}
-
-fn script(out: &Out, scratch: &Path) -> Result<(), CliError> {
+fn script(style: Out, scratch: &Path) -> Result<Demo, CliError> {
     let home = scratch.join("store");
     let dir = scratch.join("workspace");
     for (path, contents) in START {
@@ -50,90 +134,40 @@ fn script(out: &Out, scratch: &Path) -> Result<(), CliError> {
     let store = Store::new(&home);
     let session = store.session("demo-agent")?;
     let ws = Workspace::open(&dir)?;
-    out.line(&format!(
-        "A scratch workspace with src/lib.rs and NOTES.md, and a store for it (both are deleted at the end):\n   workspace: {}\n   store:     {}",
-        dir.display(),
-        home.display()
-    ));
 
-    step(
-        out,
-        1,
-        "An agent edits through turnback in three messages; each change is backed up first.",
-    );
     agent(&session, &ws)?;
-    indented(out, &text::log(out, session.id(), &session.entries()?));
+    let entries = session.entries()?;
+    let diff = session.diff(None)?;
+    let undo = session.undo(RevertOptions::default())?;
 
-    step(
-        out,
-        2,
-        "`turnback diff` shows each file against its first backup.",
-    );
-    indented(out, &text::diff(out, &session.diff(None)?, false));
-
-    step(
-        out,
-        3,
-        "`turnback undo` reverts the newest change: msg-3's new docs/guide.md goes.",
-    );
-    let r = session.undo(RevertOptions::default())?;
-    indented(out, &text::revert(out, "undo", &r, &[]));
-
-    step(
-        out,
-        4,
-        "You fix src/util.rs by hand; a rewind would lose that, so it is refused.",
-    );
     put(
         &dir.join("src/util.rs"),
         "pub fn helper() -> u32 {\n    7 // by hand\n}\n",
     )?;
-    match session.rewind("msg-1", RevertOptions::default()) {
-        Err(e @ Error::Refused { .. }) => {
-            let e = CliError::from(e);
-            let shown = format!(
-                "$ turnback rewind msg-1\n{}(exit code {})",
-                error_text(&e),
-                e.code
-            );
-            indented(out, &shown)
-        }
+    let refusal = match session.rewind("msg-1", RevertOptions::default()) {
+        Err(e @ Error::Refused { .. }) => CliError::from(e),
         other => return Err(unexpected("a refusal", &format!("{other:?}"))),
-    }
+    };
 
-    step(
-        out,
-        5,
-        "From another shell, `turnback revert src/lib.rs` finds the session by itself.",
-    );
-    indented(out, &second_process(out, &home, &dir)?);
+    let second = second_process(style, &home, &dir)?;
 
-    step(
-        out,
-        6,
-        "`turnback rewind msg-1 --force` puts every file back as it was before the agent.",
-    );
     let forced = RevertOptions {
         force: true,
         dry_run: false,
     };
-    let r = session.rewind("msg-1", forced)?;
-    indented(out, &text::revert(out, "rewind to before msg-1", &r, &[]));
+    let rewind = session.rewind("msg-1", forced)?;
     check_back_to_start(&dir)?;
-    out.line("   The workspace is exactly as it started: src/lib.rs and NOTES.md, nothing else.");
-
-    out.line(&format!(
-        "\n{}",
-        out.paint(Role::Header, "On your own files:")
-    ));
-    out.print(
-        "   export TURNBACK_SESSION=my-agent-1         # the agent's conversation id\n   \
-         printf 'new text\\n' | turnback write notes.txt --message call-1\n   \
-         turnback rm old.txt --message call-2\n   \
-         turnback log; turnback diff; turnback undo --dry-run; turnback undo\n   \
-         Run `turnback --help` for every command, and see README.md.\n",
-    );
-    Ok(())
+    Ok(Demo {
+        workspace: dir,
+        store: home,
+        session: session.id().to_owned(),
+        entries,
+        diff,
+        undo,
+        refusal,
+        second,
+        rewind,
+    })
 }
 
 /// The scripted agent: creates, edits and deletes files across three messages.
@@ -160,9 +194,9 @@ fn agent(session: &Session, ws: &Workspace) -> Result<(), CliError> {
 }
 
 /// Runs this same binary as a second process, as a person at another shell.
-fn second_process(out: &Out, home: &Path, dir: &Path) -> Result<String, CliError> {
+fn second_process(style: Out, home: &Path, dir: &Path) -> Result<String, CliError> {
     let exe = std::env::current_exe().map_err(|e| CliError::new(format!("demo: {e}"), None))?;
-    let color = if out.color { "always" } else { "never" };
+    let color = if style.color { "always" } else { "never" };
     let o = Command::new(exe)
         .args(["revert", "src/lib.rs", "--color", color])
         .current_dir(dir)

@@ -1,30 +1,32 @@
-//! `turnback sessions` and `turnback prune`: the store as a whole.
+//! `turnback sessions`: every session in the store.
 
-use turnback_store::Retention;
+use serde_json::Value;
+use turnback::output::Out;
+use turnback::{json, text};
+use turnback_store::SessionSummary;
 
 use crate::commands::CliError;
 use crate::context::Context;
-use turnback::output::Out;
-use turnback::{json, text};
+use crate::render::Report;
 
-pub(crate) fn list(ctx: &Context, out: &Out) -> Result<(), CliError> {
-    let list = ctx.store.sessions()?;
-    if out.json {
-        out.json(&json::sessions(&list));
-    } else {
-        out.print(&text::sessions(out, &list));
+/// List every session in the store
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback sessions --json")]
+pub(crate) struct SessionsArgs {}
+
+/// Every session of the store.
+pub(crate) struct Sessions(Vec<SessionSummary>);
+
+impl Report for Sessions {
+    fn json(&self) -> Option<Value> {
+        Some(json::sessions(&self.0))
     }
-    Ok(())
+
+    fn text(&self, out: &Out) -> String {
+        text::sessions(out, &self.0)
+    }
 }
 
-pub(crate) fn prune(ctx: &Context, out: &Out, dry_run: bool) -> Result<(), CliError> {
-    let r = ctx
-        .store
-        .prune(&Retention::default(), ctx.named_session(), dry_run)?;
-    if out.json {
-        out.json(&json::prune(&r));
-    } else {
-        out.print(&text::prune(&r));
-    }
-    Ok(())
+pub(crate) fn run(ctx: &Context, _: &SessionsArgs) -> Result<Sessions, CliError> {
+    Ok(Sessions(ctx.store.sessions()?))
 }

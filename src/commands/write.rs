@@ -1,17 +1,42 @@
-//! `turnback write` and `turnback rm`: an agent's protected changes.
+//! `turnback write FILE`: an agent replaces a file with standard input,
+//! backed up first.
 
 use std::path::Path;
 
+use turnback::errors::Kind;
 use turnback_store::Expected;
 
-use crate::cli::{FileArgs, WriteArgs};
 use crate::commands::CliError;
+use crate::commands::common::{EntryReport, FileArgs};
 use crate::context::Context;
 use crate::sys::{self, StdinProblem};
-use turnback::output::Out;
-use turnback::{json, text};
 
-pub(crate) fn write(ctx: &Context, out: &Out, w: &WriteArgs) -> Result<(), CliError> {
+/// Replace FILE with standard input, backed up first (for agents)
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Standard input must be a pipe or a file: a closed one is an error and a\nterminal is refused, so that neither empties FILE. With --expect-size or\n--expect-sha256, contents that are not what was meant (a producer that stopped\nhalf way) are refused and nothing is written.\n\nExample:\n  printf 'fn main() {}\\n' | turnback write src/main.rs --message call-7 --expect-size 13"
+)]
+pub(crate) struct WriteArgs {
+    #[command(flatten)]
+    pub file: FileArgs,
+    /// Refuse the new contents unless they are exactly N bytes
+    #[arg(long, value_name = "N")]
+    pub expect_size: Option<u64>,
+    /// Refuse the new contents unless their SHA-256 is HASH (hex)
+    #[arg(long, value_name = "HASH", value_parser = parse_sha256)]
+    pub expect_sha256: Option<String>,
+}
+
+/// A SHA-256 in hex, either case; kept in lower case.
+fn parse_sha256(s: &str) -> Result<String, String> {
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err("a SHA-256 is 64 hexadecimal digits".into())
+    }
+}
+
+pub(crate) fn run(ctx: &Context, w: &WriteArgs) -> Result<EntryReport, CliError> {
     // Before anything is opened: a closed or unreadable stdin, or a person's
     // terminal, must not become the file's contents.
     if let Some(problem) = sys::stdin_problem() {
@@ -31,12 +56,11 @@ pub(crate) fn write(ctx: &Context, out: &Out, w: &WriteArgs) -> Result<(), CliEr
         &args.message,
         &expected,
     )?;
-    if out.json {
-        out.json(&json::session_entry(session.id(), &e));
-    } else {
-        out.line(&text::entry_line(out, &e));
-    }
-    Ok(())
+    Ok(EntryReport {
+        session: session.id().to_owned(),
+        entry: e,
+        prefix: "",
+    })
 }
 
 /// The error for a standard input that cannot be `file`'s new contents.
@@ -48,67 +72,17 @@ fn stdin_error(problem: StdinProblem, file: &Path) -> CliError {
             format!("standard input is closed: no new contents for {file}; nothing was written"),
             Some(pipe.into()),
         )
-        .kind("no-input"),
+        .kind(Kind::NoInput),
         StdinProblem::NotReadable => CliError::new(
             format!(
                 "standard input is not open for reading: no new contents for {file}; nothing was written"
             ),
             Some(pipe.into()),
         )
-        .kind("no-input"),
+        .kind(Kind::NoInput),
         StdinProblem::Terminal => CliError::usage(
             format!("standard input is a terminal: no new contents for {file}; nothing was written"),
             pipe,
         ),
     }
-}
-
-pub(crate) fn rm(ctx: &Context, out: &Out, args: &FileArgs) -> Result<(), CliError> {
-    let session = ctx.agent_session()?;
-    let ws = ctx.workspace()?;
-    let e = session.remove(&ws, ctx.user_path(&args.file), &args.message)?;
-    if out.json {
-        out.json(&json::session_entry(session.id(), &e));
-    } else {
-        out.line(&text::entry_line(out, &e));
-    }
-    Ok(())
-}
-
-pub(crate) fn mv(
-    ctx: &Context,
-    out: &Out,
-    from: &Path,
-    to: &Path,
-    message: &str,
-) -> Result<(), CliError> {
-    let session = ctx.agent_session()?;
-    let ws = ctx.workspace()?;
-    let entries = session.rename(&ws, ctx.user_path(from), ctx.user_path(to), message)?;
-    if out.json {
-        let list: Vec<_> = entries.iter().map(json::entry).collect();
-        out.json(&serde_json::json!({ "session": session.id(), "entries": list }));
-    } else {
-        for e in &entries {
-            out.line(&text::entry_line(out, e));
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn turn(
-    ctx: &Context,
-    out: &Out,
-    prompt: &str,
-    conversation_index: Option<u64>,
-) -> Result<(), CliError> {
-    let session = ctx.agent_session()?;
-    let n = session.begin_turn(prompt, conversation_index)?;
-    if out.json {
-        out.json(&serde_json::json!({ "session": session.id(), "turn": n }));
-    } else {
-        // Only the number, so that `n=$(turnback turn --prompt ...)` works.
-        out.line(&n.to_string());
-    }
-    Ok(())
 }

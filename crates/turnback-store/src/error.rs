@@ -367,6 +367,76 @@ pub enum Error {
     },
 }
 
+/// Declares [`ErrorKind`], its [`ErrorKind::ALL`] and [`Error::kind`] from one
+/// list of names, so that the three cannot disagree: a name left out of the
+/// list leaves `Error::kind` without an arm for its variant (the match is
+/// exhaustive inside this crate), which does not compile.
+macro_rules! error_kinds {
+    ($($name:ident),* $(,)?) => {
+        /// Which variant of [`Error`] an error is, without its fields: one
+        /// fieldless variant per variant of `Error`.
+        ///
+        /// Unlike `Error` this enum is exhaustive, so that a caller that maps
+        /// every kind to something (the command line's table of exit codes,
+        /// hints and JSON names) fails to compile when a new kind is added,
+        /// instead of falling into a catch-all arm.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorKind {
+            $(
+                #[doc = concat!("[`Error::", stringify!($name), "`]")]
+                $name,
+            )*
+        }
+
+        impl ErrorKind {
+            /// Every kind, in the order `Error` declares its variants.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$name),*];
+        }
+
+        impl Error {
+            /// Which kind of error this is.
+            pub fn kind(&self) -> ErrorKind {
+                match self {
+                    $(Error::$name { .. } => ErrorKind::$name,)*
+                }
+            }
+        }
+    };
+}
+
+error_kinds!(
+    NoHome,
+    InvalidSessionId,
+    SessionNotFound,
+    CorruptIndex,
+    NewerFormat,
+    Io,
+    OutsideWorkspace,
+    FileNotFound,
+    NotRegularFile,
+    NonUtf8Path,
+    UnsafePath,
+    WorkspaceMoved,
+    FileBusy,
+    SessionBusy,
+    Refused,
+    NothingToUndo,
+    NothingToRedo,
+    TurnNotFound,
+    NoChangeToFile,
+    MessageNotFound,
+    BlobMissing,
+    BlobCorrupt,
+    NoSuchEntry,
+    NotRead,
+    ChangedSinceRead,
+    AlreadyCommitted,
+    ContentsMismatch,
+    UnsafeStore,
+    OutsideScope,
+    InsideStore,
+);
+
 /// Why a part of the store is not safe to use ([`Error::UnsafeStore`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -513,5 +583,39 @@ impl fmt::Display for Conflicts<'_> {
             write!(f, "{c}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_the_kind_of_its_own_variant_and_all_lists_each_kind_once() {
+        let errors = [
+            Error::NoHome,
+            Error::Io {
+                op: "read",
+                path: "x".into(),
+                source: io::Error::other("boom"),
+            },
+            Error::Refused {
+                session: "s".into(),
+                conflicts: Vec::new(),
+            },
+            Error::InsideStore {
+                path: "a".into(),
+                home: "b".into(),
+            },
+        ];
+        for e in &errors {
+            let kind = format!("{:?}", e.kind());
+            assert!(format!("{e:?}").starts_with(&kind), "{e:?} is not {kind}");
+            assert!(ErrorKind::ALL.contains(&e.kind()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        assert!(ErrorKind::ALL.iter().all(|k| seen.insert(*k)));
+        assert_eq!(ErrorKind::ALL.first(), Some(&ErrorKind::NoHome));
+        assert_eq!(ErrorKind::ALL.last(), Some(&ErrorKind::InsideStore));
     }
 }

@@ -120,7 +120,7 @@ pub use checkpoint::Checkpoint;
 #[doc(hidden)]
 pub use crash::CRASH_POINTS;
 pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
-pub use error::{ChangedBy, Conflict, ConflictReason, Error, Result, UnsafeReason};
+pub use error::{ChangedBy, Conflict, ConflictReason, Error, ErrorKind, Result, UnsafeReason};
 pub use home::{HOME_ENV, default_home};
 pub use index::{
     Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,

@@ -1,30 +1,19 @@
-//! `turnback completions SHELL` and `turnback man`, generated from the clap
-//! definition so they never drift from it.
+//! `turnback man`: the manual page, generated from the clap definition so it
+//! never drifts from it.
 
 use crate::cli;
 use crate::commands::CliError;
+use crate::render::Text;
 
-pub(crate) fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
-    let mut cmd = cli::command();
-    let mut buf = Vec::new();
-    clap_complete::generate(shell, &mut cmd, "turnback", &mut buf);
-    turnback::output::Out {
-        color: false,
-        json: false,
-    }
-    .print(&String::from_utf8_lossy(&buf));
-    Ok(())
-}
+/// Print the manual page (roff)
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback man | man -l -")]
+pub(crate) struct ManArgs {}
 
-pub(crate) fn man() -> Result<(), CliError> {
+pub(crate) fn run(_: &ManArgs) -> Result<Text, CliError> {
     let page = render_man()
         .map_err(|e| CliError::new(format!("could not render the manual page: {e}"), None))?;
-    turnback::output::Out {
-        color: false,
-        json: false,
-    }
-    .print(&page);
-    Ok(())
+    Ok(Text(page))
 }
 
 /// The whole manual as one page. `clap_mangen`'s own page lists the commands

@@ -1,0 +1,106 @@
+//! What several commands share: the FILE and `--message` arguments, the
+//! revert flags, and the reports of an entry and of a revert.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use turnback::output::Out;
+use turnback::{json, text};
+use turnback_store::{Entry, FileDiff, RevertOptions, RevertReport, Session};
+
+use crate::commands::CliError;
+use crate::render::Report;
+
+// No doc comments on the flattened structs below: clap would make them the
+// about of every command that flattens them.
+
+// FILE and `--message`, of an agent's command on one file.
+#[derive(Debug, clap::Args)]
+pub(crate) struct FileArgs {
+    /// The file, relative to the current directory
+    pub file: PathBuf,
+    /// The id of the message or tool call making the change
+    #[arg(long, short, default_value = "", value_name = "ID")]
+    pub message: String,
+}
+
+// `--force` and `--dry-run`, of every command that restores files.
+#[derive(Debug, clap::Args, Clone, Copy)]
+pub(crate) struct RevertFlags {
+    /// Overwrite files that changed since the session wrote them
+    #[arg(long)]
+    pub force: bool,
+    /// Show what would happen, with a diff; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl RevertFlags {
+    /// The store's options for these flags.
+    pub(crate) fn options(&self) -> RevertOptions {
+        RevertOptions {
+            force: self.force,
+            dry_run: self.dry_run,
+        }
+    }
+}
+
+/// One entry a command made or changed: its line, or `{"session", "entry"}`.
+pub(crate) struct EntryReport {
+    pub(crate) session: String,
+    pub(crate) entry: Entry,
+    /// What the text line starts with ("committed ").
+    pub(crate) prefix: &'static str,
+}
+
+impl Report for EntryReport {
+    fn json(&self) -> Option<Value> {
+        Some(json::session_entry(&self.session, &self.entry))
+    }
+
+    fn text(&self, out: &Out) -> String {
+        format!("{}{}\n", self.prefix, text::entry_line(out, &self.entry))
+    }
+}
+
+/// A revert done, or previewed with each file's diff.
+pub(crate) struct Reverted {
+    /// What was reverted, as the text names it ("undo", "rewind to before m").
+    what: String,
+    pub(crate) report: RevertReport,
+    /// A preview's diff of each file (in the order of `report.files`); empty
+    /// for a revert done.
+    diffs: Vec<Option<FileDiff>>,
+}
+
+impl Report for Reverted {
+    fn json(&self) -> Option<Value> {
+        Some(json::revert(&self.report, &self.diffs))
+    }
+
+    fn text(&self, out: &Out) -> String {
+        text::revert(out, &self.what, &self.report, &self.diffs)
+    }
+}
+
+/// The report of a revert; a preview (dry run) comes with each file's diff.
+pub(crate) fn reverted(
+    session: &Session,
+    what: String,
+    report: RevertReport,
+) -> Result<Reverted, CliError> {
+    let diffs: Vec<Option<FileDiff>> = if report.applied {
+        Vec::new()
+    } else {
+        report
+            .files
+            .iter()
+            .map(|f| session.revert_diff(f).map(Some))
+            .collect::<Result<_, _>>()?
+    };
+    Ok(Reverted {
+        what,
+        report,
+        diffs,
+    })
+}

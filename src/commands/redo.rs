@@ -1,0 +1,20 @@
+//! `turnback redo`: a person puts back what the last undo, revert or rewind
+//! took away.
+
+use crate::commands::CliError;
+use crate::commands::common::{RevertFlags, Reverted, reverted};
+use crate::context::Context;
+
+/// Put back what the last undo, revert or rewind took away
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback redo --dry-run")]
+pub(crate) struct RedoArgs {
+    #[command(flatten)]
+    flags: RevertFlags,
+}
+
+pub(crate) fn run(ctx: &Context, args: &RedoArgs) -> Result<Reverted, CliError> {
+    let session = ctx.redo_session()?;
+    let r = session.redo(args.flags.options())?;
+    reverted(&session, "redo".into(), r)
+}

@@ -1,0 +1,63 @@
+//! `turnback rollback ID`: an agent puts the file of its checkpoint back and
+//! drops the entry.
+
+use serde_json::Value;
+use turnback::output::Out;
+use turnback::text;
+use turnback_store::Entry;
+
+use crate::commands::CliError;
+use crate::commands::common::{RevertFlags, reverted};
+use crate::context::Context;
+use crate::render::Report;
+
+/// Put the file of checkpoint ID back and drop the entry (for agents)
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  turnback rollback 12\n\nRefused (exit code 3) when a change to the file was recorded since the\ncheckpoint, by this session or another; --force rolls back over it, backing\nup what it overwrites (`turnback redo` puts it back)."
+)]
+pub(crate) struct RollbackArgs {
+    /// The entry number `turnback checkpoint` printed
+    id: u64,
+    #[command(flatten)]
+    flags: RevertFlags,
+}
+
+/// A rollback done: the entry's line, or `{"session", "rolled_back", "path"}`.
+pub(crate) struct RolledBack {
+    session: String,
+    id: u64,
+    /// The entry as it was before the rollback dropped it.
+    entry: Option<Entry>,
+}
+
+impl Report for RolledBack {
+    fn json(&self) -> Option<Value> {
+        let path = self.entry.as_ref().map(|e| e.path.clone());
+        Some(serde_json::json!({ "session": self.session, "rolled_back": self.id, "path": path }))
+    }
+
+    fn text(&self, out: &Out) -> String {
+        match &self.entry {
+            Some(e) => format!("rolled back {}\n", text::entry_line(out, e)),
+            None => String::new(),
+        }
+    }
+}
+
+/// A rollback, or with `--dry-run` its preview.
+pub(crate) fn run(ctx: &Context, args: &RollbackArgs) -> Result<Box<dyn Report>, CliError> {
+    let id = args.id;
+    let session = ctx.agent_session()?;
+    let entry = session.entries()?.into_iter().find(|e| e.seq == id);
+    let r = session.rollback_with(id, args.flags.options())?;
+    if args.flags.dry_run {
+        let what = format!("rollback of {id}");
+        return Ok(Box::new(reverted(&session, what, r)?));
+    }
+    Ok(Box::new(RolledBack {
+        session: session.id().to_owned(),
+        id,
+        entry,
+    }))
+}

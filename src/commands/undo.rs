@@ -1,0 +1,19 @@
+//! `turnback undo`: a person reverts the session's newest change.
+
+use crate::commands::CliError;
+use crate::commands::common::{RevertFlags, Reverted, reverted};
+use crate::context::Context;
+
+/// Revert the session's newest change
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback undo --dry-run")]
+pub(crate) struct UndoArgs {
+    #[command(flatten)]
+    flags: RevertFlags,
+}
+
+pub(crate) fn run(ctx: &Context, args: &UndoArgs) -> Result<Reverted, CliError> {
+    let session = ctx.person_session()?;
+    let r = session.undo(args.flags.options())?;
+    reverted(&session, "undo".into(), r)
+}

@@ -1,0 +1,94 @@
+//! The one place that chooses the format. A command's handler returns a
+//! report, plain data that knows how to be JSON and how to be text; the
+//! renderer, made once from `--json` and `--color`, writes it one way or the
+//! other. Handlers never print and never look at `--json`, so the same reports
+//! can be sent elsewhere (a long-running mode, another protocol).
+
+use std::io::IsTerminal;
+
+use serde_json::Value;
+use turnback::output::{ColorChoice, Out};
+
+use crate::commands::CliError;
+
+/// What a command has to say when it succeeds.
+pub(crate) trait Report {
+    /// The report as JSON (`docs/JSON.md`), or `None` for a report that is
+    /// text whatever the format (the demo, a completion script, the manual
+    /// page: what they print is for a person or a shell, not a program).
+    fn json(&self) -> Option<Value>;
+
+    /// The report as a person reads it, styled (coloured or not) by `out`.
+    fn text(&self, out: &Out) -> String;
+}
+
+/// A report that is only text, printed as it is.
+pub(crate) struct Text(pub(crate) String);
+
+impl Report for Text {
+    fn json(&self) -> Option<Value> {
+        None
+    }
+
+    fn text(&self, _: &Out) -> String {
+        self.0.clone()
+    }
+}
+
+/// The format of everything a command prints, chosen once.
+#[derive(Clone, Copy)]
+pub(crate) struct Renderer {
+    json: bool,
+    style: Out,
+}
+
+impl Renderer {
+    /// JSON with `--json` (and then no colour), else text coloured as
+    /// `--color` and `NO_COLOR` say.
+    pub(crate) fn new(color: ColorChoice, json: bool) -> Renderer {
+        Renderer {
+            json,
+            // The text of a report that is text whatever the format (the
+            // demo) is not coloured either: stdout is a program's.
+            style: if json {
+                Out { color: false }
+            } else {
+                Out::new(color)
+            },
+        }
+    }
+
+    /// How text is styled: what a report's text is made with, and what a
+    /// second turnback started by this one should use.
+    pub(crate) fn style(&self) -> Out {
+        self.style
+    }
+
+    /// True when the command may ask the person at the terminal (the rewind
+    /// picker): standard input and output are a terminal, and the output is
+    /// not JSON, which a program reads.
+    pub(crate) fn can_ask(&self) -> bool {
+        !self.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+    }
+
+    /// Writes a report to standard output; an error writing it is returned
+    /// (`main` decides what a closed pipe means).
+    pub(crate) fn report(&self, report: &dyn Report) -> std::io::Result<()> {
+        match report.json() {
+            Some(v) if self.json => self.style.json(&v),
+            _ => self.style.print(&report.text(&self.style)),
+        }
+    }
+
+    /// Writes an error to standard error: one JSON object on one line, or
+    /// the error and hint lines.
+    pub(crate) fn error(&self, e: &CliError) {
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        let _ = if self.json {
+            writeln!(err, "{}", e.json())
+        } else {
+            write!(err, "{}", e.text())
+        };
+    }
+}
