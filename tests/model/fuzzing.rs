@@ -264,19 +264,6 @@ fn decode_op(kind: u8, b: &mut Bytes) -> Op {
     }
 }
 
-/// One directory per fuzzing process holding each input's scratch directory
-/// in turn: what is around a scratch directory is known (nothing else).
-fn process_root() -> &'static Path {
-    static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        tempfile::Builder::new()
-            .prefix("turnback-fuzz-")
-            .tempdir()
-            .unwrap()
-    })
-    .path()
-}
-
 /// A tree as the escape check compares it: every path (not following links)
 /// with its kind, mode and contents or target.
 fn digest(root: &Path) -> BTreeMap<PathBuf, String> {
@@ -309,15 +296,17 @@ fn names(dir: &Path) -> BTreeSet<String> {
 
 /// What must hold after every step whatever the store did: the sentinel as it
 /// was, the scratch directory holding only the workspace, the sentinel and
-/// (once made) the home, and the process's directory only this scratch directory.
+/// (once made) the home, and the directory around it only the scratch
+/// directory.
 struct Escape {
     sentinel: PathBuf,
     sentinel_was: BTreeMap<PathBuf, String>,
+    around: PathBuf,
     scratch_name: String,
 }
 
 impl Escape {
-    fn around(real: &Real) -> Escape {
+    fn around(real: &Real, around: &Path) -> Escape {
         let sentinel = real.base.join("outside");
         for (rel, mode, contents) in SENTINEL {
             let p = sentinel.join(rel);
@@ -331,6 +320,7 @@ impl Escape {
         Escape {
             sentinel_was: digest(&sentinel),
             sentinel,
+            around: around.to_owned(),
             scratch_name: real
                 .scratch
                 .path()
@@ -356,7 +346,7 @@ impl Escape {
             "something appeared beside the workspace, or went: {beside:?}"
         );
         assert_eq!(
-            names(process_root()),
+            names(&self.around),
             BTreeSet::from([self.scratch_name.clone()]),
             "something appeared around the scratch directory"
         );
@@ -375,12 +365,18 @@ pub fn run(data: &[u8]) {
         eprintln!("files: {files:?}");
     }
     let mut model = Model::new(files);
+    // The scratch directory inside one of its own, so that what is around it
+    // is known: nothing else.
+    let around = tempfile::Builder::new()
+        .prefix("turnback-fuzz-")
+        .tempdir()
+        .unwrap();
     let scratch = tempfile::Builder::new()
         .prefix("case-")
-        .tempdir_in(process_root())
+        .tempdir_in(around.path())
         .unwrap();
     let mut real = Real::new(scratch, &model);
-    let escape = Escape::around(&real);
+    let escape = Escape::around(&real, around.path());
     driver::check_invariants(&real, &model);
     for (i, op) in ops.iter().enumerate() {
         if tracing() {
