@@ -956,7 +956,7 @@ turnback mv src/parser.rs src/parser/mod.rs --message call-4",
     },
     Shell {
         block: "cargo install cargo-fuzz
-cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O index_json -- -max_total_time=600",
+cd fuzz && TMPDIR=/dev/shm RUSTC_BOOTSTRAP=1 cargo fuzz run operations -- -max_total_time=600",
         run: ShellRun::Skip {
             why: "it installs cargo-fuzz from the network and fuzzes for ten minutes",
         },

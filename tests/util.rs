@@ -1,27 +1,24 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sha2::{Digest, Sha256};
 use turnback_store::{RevertOptions, Session, Store, Workspace};
+
+// Shared with the model test and the operations fuzz target (which include
+// the file themselves).
+#[path = "model/support.rs"]
+pub mod support;
+pub use support::{names_under, sha256_hex, stray_temps};
 
 /// The built `turnback` binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_turnback"))
-}
-
-/// Lower-case hex SHA-256, computed independently of the store.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// Revert options: neither forced nor a dry run.
@@ -124,27 +121,6 @@ impl Env {
     }
 }
 
-/// Every path under `root` (not following links), names only: the same walk as
-/// [`tree_digest`] without reading any file, which takes seconds for megabytes in
-/// a debug build (and blocks on a fifo).
-pub fn names_under(root: &Path) -> BTreeSet<PathBuf> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<PathBuf>) {
-        let Ok(read) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in read.flatten() {
-            let p = e.path();
-            out.insert(p.strip_prefix(root).unwrap().to_owned());
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
-                walk(root, &p, out);
-            }
-        }
-    }
-    let mut out = BTreeSet::new();
-    walk(root, root, &mut out);
-    out
-}
-
 /// What a tree holds: every path under `root` (not following links) with its kind
 /// and contents (files), target (links) or nothing (directories). Comparing two
 /// digests shows whether anything was written, created or deleted.
@@ -172,18 +148,6 @@ fn describe(p: &Path) -> String {
             String::from_utf8_lossy(&bytes)
         )
     }
-}
-
-/// Names in `dir` that look like turnback's temporaries (found without reading
-/// any file).
-pub fn stray_temps(dir: &Path) -> Vec<PathBuf> {
-    names_under(dir)
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(".turnback-"))
-        })
-        .collect()
 }
 
 /// A small deterministic pseudo-random sequence (xorshift64*), no crates.

@@ -6,6 +6,17 @@ use std::path::{Path, PathBuf};
 
 use turnback_store::{FileState, Store};
 
+// The `operations` target's property: the model of the store, its driver and
+// the decoding of an input, shared with the model test and the fuzz target.
+#[path = "../../../tests/model/driver.rs"]
+mod driver;
+#[path = "../../../tests/model/fuzzing.rs"]
+mod fuzzing;
+#[path = "../../../tests/model/reference.rs"]
+mod reference;
+#[path = "../../../tests/model/support.rs"]
+mod support;
+
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/formats")
@@ -167,9 +178,7 @@ fn fuzz_corpora_hold_their_properties() {
                 turnback_store::fuzz_support::relative_path(s)
             }
         }),
-        ("operations", &|b: &[u8]| {
-            turnback_store::fuzz_support::operation_sequence(b)
-        }),
+        ("operations", &|b: &[u8]| fuzzing::run(b)),
         ("journal", &|b: &[u8]| {
             turnback_store::fuzz_support::journal_replay(b)
         }),
