@@ -5,26 +5,16 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use turnback_store::{ConflictReason, Error, FileStatus};
 
-use crate::util::{Env, dry, forced, mode_of, plain, read, read_text};
-
-fn run(mut cmd: Command, stdin: &[u8]) -> Output {
-    use std::io::Write;
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn turnback");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
+use crate::util::{Env, dry, forced, mode_of, plain, read, read_text, run_with_input};
 
 fn tb(env: &Env, session: &str, args: &[&str], stdin: &[u8]) -> Output {
     let mut c = env.cmd(Some(session));
     c.args(args);
-    run(c, stdin)
+    run_with_input(c, stdin)
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -2,36 +2,13 @@
 //! command line makes of what it is given: owners and setuid bits, a missing or
 //! cut standard input, hard links, control characters in names, sparse files.
 
-use std::io::Write;
 use std::process::{Command, Stdio};
 
 use crate::util::{self, Env};
 
-/// Runs `turnback ARGS` under a pseudo-terminal (util-linux's `script`), typing
-/// `typed`; returns what the terminal showed and the exit code.
+/// `turnback ARGS` under a pseudo-terminal, as `session`.
 fn on_a_terminal(env: &Env, session: &str, args: &str, typed: &str) -> (String, i32) {
-    let line = format!("{} {args} --color never", util::bin().display());
-    let mut child = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .current_dir(env.ws.path())
-        .env("TURNBACK_HOME", env.home.path())
-        .env("TURNBACK_SESSION", session)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` runs the command under a pseudo-terminal");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(typed.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
-        out.status.code().unwrap_or(-1),
-    )
+    util::on_a_terminal(env, Some(session), args, typed)
 }
 
 // ------------------------------------------------ control characters in names
@@ -339,22 +316,10 @@ fn file_of(p: &std::path::Path, contents: &str, owner: (u32, u32), mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-/// `turnback ARGS` in session "agent" with `stdin`; must succeed.
+/// `turnback ARGS` (`cmd` names the session) with `stdin`; must succeed.
 fn tb_ok(mut cmd: Command, args: &[&str], stdin: &[u8]) {
-    let mut child = cmd
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "turnback {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cmd.args(args);
+    util::run_ok(cmd, stdin, &format!("turnback {args:?}"));
 }
 
 #[test]

@@ -9,7 +9,6 @@
 //! they skipped.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::SystemTime;
@@ -85,19 +84,8 @@ fn exactly(dir: &Path) -> BTreeMap<PathBuf, (String, SystemTime)> {
 /// `turnback ARGS` in the session, `stdin` as input; must exit 0.
 fn turnback(env: &Env, args: &[&str], stdin: &[u8]) -> String {
     let mut c = env.cmd(Some(SESSION));
-    c.args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "turnback {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    c.args(args).env("NO_COLOR", "1");
+    let out = util::run_ok(c, stdin, &format!("turnback {args:?}"));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

@@ -10,31 +10,9 @@ use turnback_store::Store;
 
 use crate::util::{self, Env};
 
-/// Runs `turnback ARGS` under a pseudo-terminal (so that it may ask), typing
-/// `typed`; returns what the terminal showed.
+/// `turnback ARGS` under a pseudo-terminal, with no session named.
 fn on_a_terminal(env: &Env, args: &str, typed: &str) -> (String, i32) {
-    let line = format!("{} {args} --color never", util::bin().display());
-    let mut child = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .current_dir(env.ws.path())
-        .env("TURNBACK_HOME", env.home.path())
-        .env_remove("TURNBACK_SESSION")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` runs the command under a pseudo-terminal");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(typed.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
-        out.status.code().unwrap_or(-1),
-    )
+    util::on_a_terminal(env, None, args, typed)
 }
 
 /// Three turns through the library: a file per turn, and an edit in the last.

@@ -52,15 +52,8 @@ fn spawn_quiet(cmd: &mut Command) -> Child {
 }
 
 /// Runs `cmd` to the end with `stdin` as its standard input.
-fn run(mut cmd: Command, stdin: &[u8]) -> Output {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn turnback");
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin).expect("write stdin");
-    drop(input);
-    child.wait_with_output().expect("wait for turnback")
+fn run(cmd: Command, stdin: &[u8]) -> Output {
+    util::run_with_input(cmd, stdin)
 }
 
 fn stderr(out: &Output) -> String {

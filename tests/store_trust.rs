@@ -14,10 +14,8 @@ use crate::util::{Env, read, read_text};
 // Helpers
 
 /// Runs `cmd` to the end with `stdin` as its standard input.
-fn run(mut cmd: Command, stdin: &[u8]) -> Output {
-    let mut child = spawn(&mut cmd);
-    feed(&mut child, stdin);
-    child.wait_with_output().expect("wait for turnback")
+fn run(cmd: Command, stdin: &[u8]) -> Output {
+    crate::util::run_with_input(cmd, stdin)
 }
 
 /// Starts `cmd` with piped standard input, output and errors.

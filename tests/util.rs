@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 
 use turnback_store::{RevertOptions, Session, Store, Workspace};
 
@@ -119,6 +119,52 @@ impl Env {
         }
         c
     }
+}
+
+/// Runs `cmd` to its end with `stdin` as its standard input, both outputs
+/// captured. A command that exits before it reads its input has closed the
+/// pipe: that is not an error here.
+pub fn run_with_input(mut cmd: Command, stdin: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the command");
+    let mut input = child.stdin.take().unwrap();
+    match input.write_all(stdin) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
+        _ => {}
+    }
+    drop(input);
+    child.wait_with_output().expect("wait for the command")
+}
+
+/// [`run_with_input`] of a command that must exit 0; the panic names `what`
+/// and shows its standard error.
+pub fn run_ok(cmd: Command, stdin: &[u8], what: &str) -> Output {
+    let out = run_with_input(cmd, stdin);
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `turnback ARGS` (with `--color never`) in `env`'s workspace, as
+/// `session` when given, under a pseudo-terminal (util-linux's `script`), so
+/// that it may ask; types `typed`. Returns what the terminal showed (without
+/// carriage returns) and the exit code.
+pub fn on_a_terminal(env: &Env, session: Option<&str>, args: &str, typed: &str) -> (String, i32) {
+    let line = format!("{} {args} --color never", bin().display());
+    let mut script = env.command("script", session);
+    script.args(["-qec", &line, "/dev/null"]);
+    let out = run_with_input(script, typed.as_bytes());
+    (
+        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
+        out.status.code().unwrap_or(-1),
+    )
 }
 
 /// What a tree holds: every path under `root` (not following links) with its kind
