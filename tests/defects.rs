@@ -97,6 +97,19 @@ fn a_rollback_of_the_callers_own_write_still_needs_no_force() {
     );
 }
 
+/// Session "agent" changed files `f0` … `f{n-1}` from "before i" to "agent i",
+/// all in message m1.
+fn agent_wrote(n: usize) -> Env {
+    let (env, s, ws) = Env::with_session("agent");
+    for i in 0..n {
+        std::fs::write(env.path(&format!("f{i}")), format!("before {i}\n")).unwrap();
+        let body = format!("agent {i}\n");
+        s.write(&ws, format!("f{i}"), body.as_bytes(), "m1")
+            .unwrap();
+    }
+    env
+}
+
 // ---------------------------------------------------------------------------
 // 3. A revert killed part way, then run again, leaves a redo as complete as an
 //    uninterrupted one.
@@ -188,17 +201,7 @@ fn an_undo_of_a_move_killed_part_way_and_run_again_can_be_redone_whole() {
 fn a_revert_killed_part_way_is_rolled_back_by_the_next_command() {
     // What a person finds if they do not run the rewind again: the files and
     // the log agree, as if the killed rewind had never begun.
-    let (env, s, ws) = Env::with_session("agent");
-    for i in 0..5 {
-        std::fs::write(env.path(&format!("f{i}")), format!("before {i}\n")).unwrap();
-        s.write(
-            &ws,
-            format!("f{i}"),
-            format!("agent {i}\n").as_bytes(),
-            "m1",
-        )
-        .unwrap();
-    }
+    let env = agent_wrote(5);
     crash(&env, "agent", &["rewind", "m1"], "ws-renamed=2*off->return");
     let out = tb(&env, "agent", &["log"], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -217,17 +220,7 @@ fn a_revert_killed_part_way_is_rolled_back_by_the_next_command() {
 fn a_revert_killed_after_its_index_change_is_not_rolled_back() {
     // The revert's change reached the journal; only its marker was left: the
     // revert stands.
-    let (env, s, ws) = Env::with_session("agent");
-    for i in 0..3 {
-        std::fs::write(env.path(&format!("f{i}")), format!("before {i}\n")).unwrap();
-        s.write(
-            &ws,
-            format!("f{i}"),
-            format!("agent {i}\n").as_bytes(),
-            "m1",
-        )
-        .unwrap();
-    }
+    let env = agent_wrote(3);
     crash(&env, "agent", &["rewind", "m1"], "journal-synced=return");
     tb(&env, "agent", &["log"], b"");
     for i in 0..3 {
