@@ -459,7 +459,7 @@ pub(crate) mod tests {
     }
 
     /// A committed entry of `path` in workspace `/w` (for tests here and in
-    /// `journal.rs`).
+    /// `journal/`).
     pub(crate) fn entry_at(seq: u64, path: &str) -> Entry {
         Entry {
             seq,

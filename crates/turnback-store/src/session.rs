@@ -3,7 +3,7 @@
 //!
 //! Every change to the index happens under the session's exclusive lock, on the
 //! index as on disk under that lock: another process may have changed it, so the
-//! handle's cached copy is brought up to date (`journal.rs`) at every
+//! handle's cached copy is brought up to date (`journal/`) at every
 //! acquisition, never trusted across them. A handle opens the lock file anew
 //! for every operation, so it is `Send + Sync` and threads exclude each other
 //! exactly as processes do. The one file it keeps open is `live`, locked
