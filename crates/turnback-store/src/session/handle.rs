@@ -1,0 +1,407 @@
+//! The session handle: its identity, its cache of the index, its hold on the
+//! session (`live`), and the read-modify-write of the index under the
+//! session's lock that every change goes through.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::blobs::Blobs;
+use crate::checkpoint::Checkpoint;
+use crate::durable::Durability;
+use crate::error::{Error, Result};
+use crate::index::{Entry, Index};
+use crate::journal::{self, Loaded, State, Tracked};
+use crate::lock::{self, LockError, LockGuard, Mode};
+use crate::store::Store;
+use crate::workspace::Workspace;
+
+use super::write::Draft;
+
+/// One session of a store. Cheap to clone (clones share one cache of the
+/// index and one hold on the session). While the session's directory exists,
+/// a handle holds one open file: a shared lock on `live`, which tells
+/// [`Store::prune`] that the session is in use.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub(super) store: Store,
+    pub(super) id: String,
+    pub(super) dir: PathBuf,
+    pub(super) blobs: Blobs,
+    /// The index as this process last read it under the lock; brought up to
+    /// date (usually by reading a few journal lines) at every acquisition.
+    cache: Arc<Mutex<Option<Loaded>>>,
+    /// The shared lock on `<dir>/live`, taken at open if the directory exists,
+    /// else when the first change makes it; released when the last clone goes.
+    live: Arc<Mutex<Option<LockGuard>>>,
+    /// The directory restores are confined to ([`Session::confine_to`]).
+    scope: Option<PathBuf>,
+}
+
+/// The file in a session's directory that every handle using the directory
+/// holds a shared lock on, and prune an exclusive one while it removes the
+/// session: a session some live process has open is never removed. Never
+/// replaced or deleted while the session exists.
+pub(crate) const LIVE_FILE: &str = "live";
+
+/// A file a session has entries for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TrackedFile {
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// The path relative to it.
+    pub path: String,
+}
+
+impl Session {
+    pub(crate) fn open(store: Store, id: String, dir: PathBuf) -> Result<Session> {
+        store.check_session_dirs(Some(&dir))?;
+        let blobs = Blobs::new(dir.join("blobs"));
+        let session = Session {
+            store,
+            id,
+            dir,
+            blobs,
+            cache: Arc::new(Mutex::new(None)),
+            live: Arc::new(Mutex::new(None)),
+            scope: None,
+        };
+        session.hold_live(false)?;
+        // Settle what a dead writer or revert left half done, so that a session
+        // that opens leaves no stray temporary in a workspace.
+        if crate::marker::exists(&session.dir) || session.view(|s| !s.in_flight().is_empty())? {
+            session.mutate(Durability::Full, |_| Ok(()))?;
+        }
+        Ok(session)
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// This handle (sharing everything with it), confined to `dir`: every
+    /// undo, revert, rewind, redo and rollback through it refuses
+    /// ([`Error::OutsideScope`], before any file is touched) a change whose
+    /// workspace root is neither `dir`, nor a directory above it, nor one
+    /// inside it. A person's command confines the session to the directory it
+    /// runs in, so that a session naming an unrelated workspace (planted by
+    /// hand, or meant for another project) cannot restore files there.
+    /// `dir` is made canonical when it can be, as workspace roots are.
+    pub fn confine_to(&self, dir: impl AsRef<Path>) -> Session {
+        let dir = dir.as_ref();
+        let scope = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        Session {
+            scope: Some(scope),
+            ..self.clone()
+        }
+    }
+
+    /// [`Error::OutsideScope`] unless a restore in the workspace `root` is
+    /// within this handle's scope (always, for a handle not confined).
+    pub(crate) fn check_scope(&self, root: &Path) -> Result<()> {
+        match &self.scope {
+            Some(scope) if !(root.starts_with(scope) || scope.starts_with(root)) => {
+                Err(Error::OutsideScope {
+                    workspace: root.to_owned(),
+                    scope: scope.clone(),
+                    session: self.id.clone(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The session's directory in the store.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The store the session belongs to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub(crate) fn blobs(&self) -> &Blobs {
+        &self.blobs
+    }
+
+    /// Every entry, oldest first.
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        self.view(|s| s.entries.clone())
+    }
+
+    /// Every file the session has entries for, sorted.
+    pub fn files(&self) -> Result<Vec<TrackedFile>> {
+        let mut files: Vec<TrackedFile> = self.view(|s| {
+            s.entries
+                .iter()
+                .map(|e| TrackedFile {
+                    workspace: e.workspace.path.clone(),
+                    path: e.path.clone(),
+                })
+                .collect()
+        })?;
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
+    /// Folds the journal (`journal.jsonl`, one line per change) into
+    /// `index.json` now, so that `index.json` alone holds the whole session.
+    /// Changes do this by themselves once the journal has grown as large as
+    /// `index.json`; call it before reading `index.json` with another tool.
+    pub fn compact(&self) -> Result<()> {
+        if !self.dir.is_dir() {
+            return Ok(());
+        }
+        let _g = self.lock_session(Mode::Exclusive)?;
+        let mut cache = self.cache();
+        Loaded::refresh(&mut cache, &self.dir, &self.id)?;
+        let compacted = cache
+            .as_mut()
+            .expect("refreshed")
+            .compact_if_needed(&self.dir);
+        if compacted.is_err() {
+            *cache = None;
+        }
+        compacted
+    }
+
+    /// Takes a checkpoint of `path` in `workspace` before the caller changes it:
+    /// backs the file up (or records its absence) and holds the file's lock until
+    /// [`Checkpoint::commit`] or [`Checkpoint::rollback`]. Prefer [`Session::write`]
+    /// and [`Session::remove`], which do all three steps.
+    pub fn checkpoint<'a>(
+        &'a self,
+        workspace: &'a Workspace,
+        path: impl AsRef<Path>,
+        message_id: &str,
+    ) -> Result<Checkpoint<'a>> {
+        let rel = workspace.resolve(path)?;
+        self.store.refuse_inside(&workspace.root().join(&rel))?;
+        let lock = self.lock_file(workspace, &rel)?;
+        let before = self.back_up_checked(workspace, &rel)?;
+        let created_dirs = workspace.missing_dirs(&rel);
+        let draft = Draft {
+            rel: rel.clone(),
+            before,
+            after: None,
+            created_dirs,
+            in_flight: None,
+        };
+        let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
+        Ok(Checkpoint::new(self, workspace, rel, entry.seq, lock))
+    }
+
+    /// Runs `f` on the index as on disk now, read under a shared lock (from the
+    /// cache, brought up to date).
+    pub(crate) fn view<T>(&self, f: impl FnOnce(&State) -> T) -> Result<T> {
+        if !self.dir.is_dir() {
+            return Ok(f(&State::new(Index::empty(&self.id))));
+        }
+        let _g = self.lock_session(Mode::Shared)?;
+        let mut cache = self.cache();
+        Loaded::refresh(&mut cache, &self.dir, &self.id)?;
+        Ok(f(&cache.as_ref().expect("refreshed").state))
+    }
+
+    /// The handle's cache of the index. A thread that panicked while holding
+    /// it may have left it half changed, so then it is dropped (and read again).
+    fn cache(&self) -> std::sync::MutexGuard<'_, Option<Loaded>> {
+        self.cache.lock().unwrap_or_else(|poisoned| {
+            let mut cache = poisoned.into_inner();
+            *cache = None;
+            self.cache.clear_poison();
+            cache
+        })
+    }
+
+    /// A copy of the index as on disk now.
+    pub(crate) fn read_index(&self) -> Result<Index> {
+        self.view(|s| s.index().clone())
+    }
+
+    /// Creates the session's directory with its first change, durably, and
+    /// holds it (see [`Session::hold_live`]).
+    pub(super) fn ensure_dir(&self) -> Result<()> {
+        self.hold_live(true)
+    }
+
+    fn make_dir(&self) -> Result<()> {
+        self.store.check_session_dirs(None)?;
+        crate::sys::create_store_dir_all(&self.dir)
+            .map_err(Error::io("create session directory", &self.dir))?;
+        let sessions = self.store.sessions_dir();
+        crate::sys::fsync_dir_path(&sessions).map_err(Error::io("sync directory", &sessions))?;
+        crate::sys::fsync_dir_path(self.store.home())
+            .map_err(Error::io("sync directory", self.store.home()))
+    }
+
+    /// Takes this handle's shared lock on the session's `live` file, once: a
+    /// prune that wants to remove the session must lock it exclusively first,
+    /// so it never removes a directory some handle is using (a writer between
+    /// storing its backup and recording its entry, say). Without the
+    /// directory, nothing is held, unless `create` makes it. A lock that turns
+    /// out to be on a file no longer at its path belongs to a session a prune
+    /// renamed away meanwhile: the directory is made again (with `create`).
+    fn hold_live(&self, create: bool) -> Result<()> {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if live.is_some() {
+            return Ok(());
+        }
+        let path = self.dir.join(LIVE_FILE);
+        let timeout = self.store.options().session_lock_timeout;
+        for _ in 0..8 {
+            if !self.dir.is_dir() {
+                if !create {
+                    return Ok(());
+                }
+                self.make_dir()?;
+            }
+            match lock::acquire(&path, Mode::Shared, timeout, None) {
+                Ok(guard) if guard.is_at(&path) => {
+                    *live = Some(guard);
+                    return Ok(());
+                }
+                // Renamed away (by a prune) between the look and the lock.
+                Ok(_) => continue,
+                Err(LockError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(LockError::TimedOut { waited, .. }) => {
+                    return Err(Error::SessionBusy {
+                        session: self.id.clone(),
+                        waited,
+                    });
+                }
+                Err(LockError::Io(e)) => return Err(crate::trust::store_io("lock", &path)(e)),
+            }
+        }
+        Err(Error::SessionBusy {
+            session: self.id.clone(),
+            waited: std::time::Duration::ZERO,
+        })
+    }
+
+    /// Read-modify-write of the index under the exclusive lock. In-flight entries
+    /// of dead writers are settled first. The index is written only when `f`
+    /// succeeds and something changed.
+    pub(crate) fn mutate<T>(
+        &self,
+        durability: Durability,
+        f: impl FnOnce(&mut Tracked) -> Result<T>,
+    ) -> Result<T> {
+        self.mutate_holding(durability, None, f)
+    }
+
+    /// [`Session::mutate`] for a caller that holds the file locks of `held`
+    /// (whose in-flight entries it may then settle itself).
+    pub(crate) fn mutate_holding<T>(
+        &self,
+        durability: Durability,
+        held: Option<&BTreeSet<PathBuf>>,
+        f: impl FnOnce(&mut Tracked) -> Result<T>,
+    ) -> Result<T> {
+        self.mutate_holding_then(durability, held, f, || {})
+    }
+
+    /// [`Session::mutate_holding`], running `then` still under the session's
+    /// lock once `f`'s change is recorded (a revert removes its marker there:
+    /// after the index says what the files hold, before anyone else looks).
+    pub(crate) fn mutate_holding_then<T>(
+        &self,
+        durability: Durability,
+        held: Option<&BTreeSet<PathBuf>>,
+        f: impl FnOnce(&mut Tracked) -> Result<T>,
+        then: impl FnOnce(),
+    ) -> Result<T> {
+        self.ensure_dir()?;
+        let _g = self.lock_session(Mode::Exclusive)?;
+        let mut cache = self.cache();
+        // Settling is its own change, durable on its own: what it found is true
+        // of the files whatever `f` then does. A dead revert is settled first:
+        // it held the locks of its files, so no in-flight write is among them.
+        journal::change(&mut cache, &self.dir, &self.id, Durability::Full, |idx| {
+            crate::marker::settle(self, idx, held);
+            self.settle_in_flight(idx, held);
+            Ok(())
+        })?;
+        let out = journal::change_again(&mut cache, &self.dir, &self.id, durability, f)?;
+        then();
+        Ok(out)
+    }
+
+    /// Recovery for write-through changes whose process died between recording
+    /// the entry and clearing its mark. An entry whose file lock is held belongs to
+    /// a live writer and is left alone.
+    fn settle_in_flight(&self, idx: &mut Tracked, held: Option<&BTreeSet<PathBuf>>) {
+        for seq in idx.in_flight() {
+            let e = idx.entry(seq).expect("in flight").clone();
+            let file = e.absolute_path();
+            let _guard = if held.is_some_and(|h| h.contains(&file)) {
+                None
+            } else {
+                let lock_path = self.store.file_lock_path(&file);
+                let Ok(Some(guard)) = lock::try_acquire(&lock_path) else {
+                    continue;
+                };
+                Some(guard)
+            };
+            let Ok(ws) = Workspace::reopen(&e.workspace) else {
+                continue;
+            };
+            if let (Some(temp), Ok(Some(parent))) = (
+                e.in_flight.as_ref().and_then(|f| f.temp.as_deref()),
+                ws.parent_of(&e.path, false),
+            ) {
+                parent.remove_temp(temp);
+            }
+            let Ok(now) = ws.current_state(&e.path) else {
+                continue;
+            };
+            let done = e.after.as_ref().is_some_and(|a| now.same_contents(a));
+            if !done && now.same_contents(&e.before) {
+                idx.remove_entries(&[seq]);
+                self.remove_unused_dirs(&ws, &e.created_dirs);
+            } else if let Some(entry) = idx.entry_mut(seq) {
+                entry.in_flight = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn setup() -> (tempfile::TempDir, tempfile::TempDir, Session, Workspace) {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let session = Store::new(home.path()).session("s1").unwrap();
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        (home, wsdir, session, ws)
+    }
+
+    #[test]
+    fn a_panic_in_the_middle_of_a_change_leaves_no_trace_in_the_cache() {
+        let (_h, _d, s, ws) = setup();
+        s.write(&ws, "a", &b"1"[..], "m").unwrap();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.mutate(Durability::Full, |idx| -> Result<()> {
+                idx.take_seq();
+                idx.remove_entries(&[1]);
+                panic!("a bug half way through a change");
+            })
+        }));
+        assert!(panicked.is_err());
+        // The half-made change was never journaled, and the handle forgot it.
+        assert_eq!(s.entries().unwrap().len(), 1);
+        assert_eq!(s.write(&ws, "b", &b"2"[..], "m").unwrap().seq, 2);
+    }
+
+    #[test]
+    fn a_session_handle_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Session>();
+        check::<Workspace>();
+    }
+}
