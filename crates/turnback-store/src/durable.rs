@@ -1,6 +1,6 @@
 //! Durable replacement of a store file: write a temporary, fsync it, rename it
 //! over the target, fsync the directory. Used for `index.json`; the workspace has
-//! its own path through the capability (`workspace.rs`).
+//! its own path through the capability (`workspace/`).
 
 use std::io::Write;
 use std::path::Path;
