@@ -75,7 +75,7 @@ impl Session {
     /// With `only`, just that file (relative to the workspace, or absolute).
     pub fn diff(&self, only: Option<(&Workspace, &Path)>) -> Result<Vec<FileDiff>> {
         let wanted = match only {
-            Some((ws, path)) => Some(crate::revert::candidate_files(ws, path)?),
+            Some((ws, path)) => Some(crate::workspace::candidate_files(ws, path)?),
             None => None,
         };
         let entries = self.entries()?;

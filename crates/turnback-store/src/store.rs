@@ -270,7 +270,7 @@ impl Store {
         path: impl AsRef<Path>,
     ) -> Result<Option<String>> {
         let path = path.as_ref();
-        let candidates = crate::revert::candidate_files(workspace, path)?;
+        let candidates = crate::workspace::candidate_files(workspace, path)?;
         let newest = self.newest_entry_where(None, |e| candidates.contains(&e.absolute_path()))?;
         Ok(newest.map(|(id, _)| id))
     }

@@ -17,8 +17,7 @@
 //! starts from the beginning.
 //!
 //! One job per part: `report` is what a revert reports, `select` which
-//! entries undo, revert and rewind take, `paths` which entries a path names,
-//! `plan` the plan per file and its safety check, `run` taking the locks and
+//! entries undo, revert and rewind take, `plan` the plan per file and its safety check, `run` taking the locks and
 //! running a revert under the session's, `apply` restoring the files (chunks,
 //! prepare, replace), `backups` checking the backups a revert needs and
 //! keeping what a file holds, `record` recording a revert for redo, and
@@ -26,7 +25,6 @@
 
 mod apply;
 mod backups;
-mod paths;
 mod plan;
 mod record;
 mod redo;
@@ -36,7 +34,6 @@ mod run;
 mod select;
 
 pub(crate) use apply::write_state;
-pub(crate) use paths::candidate_files;
 pub use redo::REDO_OVERWRITE_MESSAGE;
 pub use report::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
 pub(crate) use rollback::rollback;

@@ -7,9 +7,8 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Index, RevertRecord};
 use crate::session::Session;
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, candidate_files};
 
-use super::paths::candidate_files;
 use super::report::{RevertOptions, RevertReport};
 use super::run::{Kind, revert_entries};
 

@@ -14,15 +14,18 @@
 //!   the checkpoint cannot redirect a write or a delete, even inside the workspace.
 //!
 //! One job per part: `root` is the capability itself (opening the root,
-//! resolving and walking paths, opening a file), `parent` a file's directory
+//! resolving and walking paths, opening a file), `paths` which files a path
+//! the caller gives may name, `parent` a file's directory
 //! reached without following links (and deleting there), `contents` new
 //! contents written beside a file and moved over it.
 
 mod contents;
 mod parent;
+mod paths;
 mod root;
 
 pub(crate) use contents::NewContents;
 pub(crate) use parent::Parent;
+pub(crate) use paths::candidate_files;
 pub use root::Workspace;
 pub(crate) use root::{OpenFile, new_temp_name};

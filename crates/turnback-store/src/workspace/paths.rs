@@ -3,9 +3,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::root::Workspace;
 use crate::error::Result;
 use crate::index::is_relative_path;
-use crate::workspace::Workspace;
 
 /// The absolute paths an entry for `path` may be recorded under: as written (`.`
 /// and `..` applied lexically), and with links resolved as a checkpoint would.
