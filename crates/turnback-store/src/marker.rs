@@ -157,7 +157,7 @@ pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<Path
         let _guard = if held.is_some_and(|h| h.contains(&file)) {
             None
         } else {
-            match lock::try_acquire(&session.store().file_lock_path(&file)) {
+            match lock::try_acquire(&session.store().locks().file_lock_path(&file)) {
                 Ok(Some(guard)) => Some(guard),
                 _ => {
                     pending = true;

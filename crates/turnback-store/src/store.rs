@@ -10,14 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 use crate::error::{Error, Result};
-use crate::hash::to_hex;
 use crate::home;
 use crate::index::{Entry, Index};
-use crate::lock::{self, Mode};
+use crate::lock::{self, LockDir, Mode};
 use crate::session::Session;
 use crate::session_id;
 use crate::trust::{self, Tightened};
@@ -47,6 +45,8 @@ impl Default for Options {
 #[derive(Debug, Clone)]
 pub struct Store {
     home: PathBuf,
+    /// `<home>/locks`.
+    locks: LockDir,
     options: Options,
     /// Set once the home and `locks/` passed their check (`trust.rs`): a
     /// writer takes a file lock for every change, and the check need not
@@ -89,8 +89,10 @@ impl Store {
     /// cannot move the store.
     pub fn new(home: impl Into<PathBuf>) -> Store {
         let home = home.into();
+        let home = std::path::absolute(&home).unwrap_or(home);
         Store {
-            home: std::path::absolute(&home).unwrap_or(home),
+            locks: LockDir::new(home.join("locks")),
+            home,
             options: Options::default(),
             locks_checked: Arc::new(OnceLock::new()),
             notices: Arc::new(Mutex::new(Vec::new())),
@@ -112,6 +114,11 @@ impl Store {
     /// The store's tunables.
     pub fn options(&self) -> &Options {
         &self.options
+    }
+
+    /// The locks of the workspace files and directories the sessions change.
+    pub(crate) fn locks(&self) -> &LockDir {
+        &self.locks
     }
 
     pub(crate) fn sessions_dir(&self) -> PathBuf {
@@ -164,8 +171,8 @@ impl Store {
             return Ok(());
         }
         self.secure(&self.home, true)?;
-        let locks = self.home.join("locks");
-        self.secure(&locks, false)?;
+        let locks = self.locks.path();
+        self.secure(locks, false)?;
         if locks.is_dir() {
             let _ = self.locks_checked.set(());
         }
@@ -410,30 +417,6 @@ impl Store {
             });
         }
         Ok(())
-    }
-
-    /// The lock that serializes checkpoints of one real file across sessions,
-    /// named by the file's absolute real path, so that one file reached from two
-    /// nested workspaces has one lock.
-    pub(crate) fn file_lock_path(&self, file: &Path) -> PathBuf {
-        let mut h = Sha256::new();
-        h.update(file.as_os_str().as_encoded_bytes());
-        self.home.join("locks").join(to_hex(&h.finalize()))
-    }
-
-    /// The lock of a workspace directory, named by its absolute real path
-    /// (with a `/` after it, so never a file's lock). Every writer that makes
-    /// new contents in the directory holds it shared, from before it walks
-    /// there until its file is in place; a revert removes an empty directory
-    /// only holding it exclusively (tried, never waited for). An unnamed
-    /// temporary does not make a directory non-empty, so without this a
-    /// revert could remove the directory a writer is about to name its file
-    /// in.
-    pub(crate) fn dir_lock_path(&self, dir: &Path) -> PathBuf {
-        let mut h = Sha256::new();
-        h.update(dir.as_os_str().as_encoded_bytes());
-        h.update(b"/");
-        self.home.join("locks").join(to_hex(&h.finalize()))
     }
 }
 

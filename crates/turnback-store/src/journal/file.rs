@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::line::{Line, Op};
@@ -24,23 +23,23 @@ const COMPACT_AT_LEAST: u64 = 64 * 1024;
 /// How much of what it read a cache keeps to recognise the journal by.
 const TAIL_BYTES: usize = 64;
 
-/// What identifies a file's version without reading it.
+/// What identifies a file's version without reading it: device, inode,
+/// length and modification time ([`crate::sys::FileVersion`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime: (i64, i64),
-}
+struct FileId(crate::sys::FileVersion);
 
 impl FileId {
     fn of(meta: &std::fs::Metadata) -> FileId {
-        FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            len: meta.len(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-        }
+        FileId(crate::sys::version_of(meta))
+    }
+
+    /// Device and inode: which file it is, whatever it holds.
+    fn file(&self) -> (u64, u64) {
+        (self.0.0, self.0.1)
+    }
+
+    fn len(&self) -> u64 {
+        self.0.2
     }
 }
 
@@ -205,11 +204,9 @@ impl Loaded {
         if self.journal == Some(id) {
             return Ok(true);
         }
-        let same_file = self
-            .journal
-            .is_none_or(|old| (old.dev, old.ino) == (id.dev, id.ino));
+        let same_file = self.journal.is_none_or(|old| old.file() == id.file());
         // Not longer, yet touched: rewritten in place, so read it all again.
-        if !same_file || id.len <= self.offset {
+        if !same_file || id.len() <= self.offset {
             return Ok(false);
         }
         self.journal = Some(id);
@@ -277,7 +274,7 @@ impl Loaded {
         self.offset += line.len() as u64;
         self.remember_tail(&line);
         self.last_n = n;
-        let snapshot_len = self.snapshot.map_or(0, |s| s.len);
+        let snapshot_len = self.snapshot.map_or(0, |s| s.len());
         if self.offset > COMPACT_AT_LEAST.max(snapshot_len) {
             self.compact(dir)?;
         }

@@ -37,4 +37,4 @@ pub(crate) use apply::write_state;
 pub use redo::REDO_OVERWRITE_MESSAGE;
 pub use report::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
 pub(crate) use rollback::rollback;
-pub(crate) use run::{Kind, lock_files, revert_entries};
+pub(crate) use run::{Kind, revert_entries};

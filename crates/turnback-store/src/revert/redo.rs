@@ -18,7 +18,7 @@ use super::apply::apply;
 use super::backups::check_backups;
 use super::plan::{FilePlan, classify, redo_plans, refuse_conflicts, report};
 use super::report::{FileStatus, RevertOptions, RevertReport};
-use super::run::{Attempt, lock_files};
+use super::run::Attempt;
 
 /// The message id of the entry a forced redo records for each file it
 /// overwrote, so that an undo brings back what it found.
@@ -46,7 +46,7 @@ impl Session {
                 .iter()
                 .map(|f| f.workspace.path.join(&f.path))
                 .collect();
-            let _guards = lock_files(self, &files)?;
+            let _guards = self.lock_files(&files)?;
             let id = record.id;
             let outcome = self.mutate_holding_then(
                 Durability::Full,

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Index};
-use crate::lock::LockGuard;
 use crate::marker::{self, DoneWhen};
 use crate::session::Session;
 
@@ -60,7 +59,7 @@ pub(crate) fn revert_entries(
     }
     for _ in 0..8 {
         let files = session.view(|idx| select(idx).map(|seqs| files_of(idx, &seqs)))??;
-        let _guards = lock_files(session, &files)?;
+        let _guards = session.lock_files(&files)?;
         match attempt(session, opts, kind, select, &files)? {
             Attempt::Done(r) => return r,
             Attempt::Retry => continue,
@@ -70,20 +69,6 @@ pub(crate) fn revert_entries(
         session: session.id().to_owned(),
         waited: std::time::Duration::ZERO,
     })
-}
-
-/// Takes the locks of `files`, sorted by lock name so that no two callers can
-/// deadlock.
-pub(crate) fn lock_files(session: &Session, files: &BTreeSet<PathBuf>) -> Result<Vec<LockGuard>> {
-    let mut by_lock: Vec<_> = files
-        .iter()
-        .map(|file| (session.store().file_lock_path(file), file))
-        .collect();
-    by_lock.sort();
-    by_lock
-        .iter()
-        .map(|(_, file)| session.lock_file_at(file))
-        .collect()
 }
 
 /// The absolute paths of the files the entries `seqs` change.

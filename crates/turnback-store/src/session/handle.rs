@@ -340,7 +340,7 @@ impl Session {
             let _guard = if held.is_some_and(|h| h.contains(&file)) {
                 None
             } else {
-                let lock_path = self.store.file_lock_path(&file);
+                let lock_path = self.store.locks().file_lock_path(&file);
                 let Ok(Some(guard)) = lock::try_acquire(&lock_path) else {
                     continue;
                 };

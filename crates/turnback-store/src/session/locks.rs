@@ -2,7 +2,8 @@
 //! per-file and per-directory locks), and what it means when one is not had
 //! in time: [`Error::SessionBusy`], [`Error::FileBusy`] naming the holder.
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::lock::{self, LockError, LockGuard, Mode};
@@ -16,6 +17,14 @@ impl Session {
         lock_session_dir(&self.store, &self.id, &self.dir, mode)
     }
 
+    /// Takes the locks of `files` (absolute real paths), in the order of
+    /// their lock names so that no two callers can deadlock.
+    pub(crate) fn lock_files(&self, files: &BTreeSet<PathBuf>) -> Result<Vec<LockGuard>> {
+        self.store
+            .locks()
+            .lock_sorted(files, |file| self.lock_file_at(file))
+    }
+
     /// Takes the lock shared by every session on one real file.
     pub(crate) fn lock_file(&self, workspace: &Workspace, rel: &str) -> Result<LockGuard> {
         self.lock_file_at(&workspace.root().join(rel))
@@ -23,12 +32,12 @@ impl Session {
 
     /// Takes the lock of the file at the absolute real path `file`.
     pub(crate) fn lock_file_at(&self, file: &Path) -> Result<LockGuard> {
-        let path = self.store.file_lock_path(file);
+        let path = self.store.locks().file_lock_path(file);
         self.take_lock(&path, file, Mode::Exclusive)
     }
 
     /// Takes, shared, the lock of the directory that holds `rel` in
-    /// `workspace` (see [`Store::dir_lock_path`]), for a writer about to make
+    /// `workspace` (see [`crate::lock::LockDir::dir_lock_path`]), for a writer about to make
     /// new contents there; `None` for a file at the root, which is never
     /// removed.
     pub(crate) fn lock_parent_dir(
@@ -40,14 +49,14 @@ impl Session {
             return Ok(None);
         };
         let dir = workspace.root().join(dir);
-        let path = self.store.dir_lock_path(&dir);
+        let path = self.store.locks().dir_lock_path(&dir);
         self.take_lock(&path, &dir, Mode::Shared).map(Some)
     }
 
     /// The exclusive lock of workspace directory `dir` if no writer holds it
     /// now: what removing the directory needs.
     pub(crate) fn try_lock_dir(&self, dir: &Path) -> Option<LockGuard> {
-        lock::try_acquire(&self.store.dir_lock_path(dir))
+        lock::try_acquire(&self.store.locks().dir_lock_path(dir))
             .ok()
             .flatten()
     }

@@ -38,7 +38,7 @@ impl Session {
                 std::io::Error::other("it is the same file as the source"),
             ));
         }
-        let _locks = crate::revert::lock_files(self, &files)?;
+        let _locks = self.lock_files(&files)?;
         self.view(|_| ())?;
         let before_from = self.back_up(workspace, &from_rel)?;
         let from_parent = match workspace.parent_of(&from_rel, false)? {
