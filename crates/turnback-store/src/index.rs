@@ -21,9 +21,6 @@ use crate::hash::is_sha256_hex;
 /// cannot see the journal refuses the session instead of misreading it.
 pub const FORMAT_VERSION: u64 = 3;
 
-/// The file name of a session's index.
-pub(crate) const INDEX_FILE: &str = "index.json";
-
 /// A file's state on one side of a change: its contents (by hash), size and mode,
 /// or its absence.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -357,12 +354,13 @@ impl Index {
         Ok(())
     }
 
-    /// Replaces the index on disk (temporary, fsync, rename, and with
-    /// [`Durability::Full`] a directory fsync). Call only under the session lock.
-    pub(crate) fn save(&self, dir: &Path, durability: Durability) -> Result<()> {
+    /// Replaces the index at `path` (through the temporary `temp`, fsync,
+    /// rename, and with [`Durability::Full`] a directory fsync). Call only
+    /// under the session lock.
+    pub(crate) fn save(&self, path: &Path, temp: &Path, durability: Durability) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(self).expect("an index always serializes");
         bytes.push(b'\n');
-        durable::replace(dir, INDEX_FILE, &bytes, durability)
+        durable::replace(path, temp, &bytes, durability)
     }
 }
 
@@ -454,6 +452,12 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
 pub(crate) mod tests {
     use super::*;
 
+    /// The index files of a session whose directory is `dir`.
+    fn at(dir: &tempfile::TempDir) -> crate::journal::Files {
+        let dir = crate::layout::SessionDir::at(dir.path().to_owned(), "s");
+        dir.index_files().clone()
+    }
+
     fn entry(seq: u64) -> Entry {
         entry_at(seq, "src/a.rs")
     }
@@ -493,15 +497,17 @@ pub(crate) mod tests {
     fn round_trips_through_disk() {
         let dir = tempfile::tempdir().unwrap();
         let idx = index_with(vec![entry(1), entry(2)]);
-        idx.save(dir.path(), Durability::Full).unwrap();
-        assert_eq!(crate::journal::load(dir.path(), "s").unwrap(), idx);
+        let files = at(&dir);
+        idx.save(&files.index, &files.index_temp, Durability::Full)
+            .unwrap();
+        assert_eq!(crate::journal::load(&files, "s").unwrap(), idx);
     }
 
     #[test]
     fn a_missing_index_is_an_empty_session() {
         let dir = tempfile::tempdir().unwrap();
         assert!(
-            crate::journal::load(dir.path(), "s")
+            crate::journal::load(&at(&dir), "s")
                 .unwrap()
                 .entries
                 .is_empty()
@@ -511,10 +517,10 @@ pub(crate) mod tests {
     #[test]
     fn garbage_is_corrupt_and_left_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(INDEX_FILE);
+        let path = at(&dir).index;
         for bad in [&b"{\"format\":1,"[..], b"", b"[]", b"\xff\xfe"] {
             std::fs::write(&path, bad).unwrap();
-            let err = crate::journal::load(dir.path(), "s").unwrap_err();
+            let err = crate::journal::load(&at(&dir), "s").unwrap_err();
             assert!(matches!(err, Error::CorruptIndex { .. }), "{err}");
             assert_eq!(std::fs::read(&path).unwrap(), bad);
         }

@@ -101,6 +101,7 @@ mod hash;
 mod home;
 mod index;
 mod journal;
+mod layout;
 mod lock;
 mod marker;
 mod retention;

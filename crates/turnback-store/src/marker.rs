@@ -21,19 +21,17 @@
 //! is busy keeps the marker for the next time).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::durable::{self, Durability};
 use crate::error::Result;
 use crate::index::{FileState, Index, WorkspaceRoot, is_relative_path, is_temp_name};
+use crate::layout::SessionDir;
 use crate::lock;
 use crate::session::Session;
 use crate::workspace::Workspace;
-
-/// The marker's file name in the session directory.
-pub(crate) const MARKER: &str = "reverting.json";
 
 /// The marker as written since format 3 kept what each file held.
 #[derive(Serialize, Deserialize)]
@@ -98,20 +96,25 @@ enum OnDisk {
 }
 
 /// Writes the marker durably, before the revert touches any file.
-pub(crate) fn write(session_dir: &Path, files: Vec<MarkedFile>) -> Result<()> {
+pub(crate) fn write(dir: &SessionDir, files: Vec<MarkedFile>) -> Result<()> {
     let marker = Marker { version: 2, files };
     let bytes = serde_json::to_vec(&marker).expect("a marker always serializes");
-    durable::replace(session_dir, MARKER, &bytes, Durability::Full)
+    durable::replace(
+        &dir.marker_path(),
+        &dir.marker_temp_path(),
+        &bytes,
+        Durability::Full,
+    )
 }
 
 /// True when a marker is there: a revert died, or one is under way.
-pub(crate) fn exists(session_dir: &Path) -> bool {
-    std::fs::symlink_metadata(session_dir.join(MARKER)).is_ok()
+pub(crate) fn exists(dir: &SessionDir) -> bool {
+    std::fs::symlink_metadata(dir.marker_path()).is_ok()
 }
 
 /// Removes the marker once the revert's change of the index is recorded.
-pub(crate) fn remove(session_dir: &Path) {
-    let _ = std::fs::remove_file(session_dir.join(MARKER));
+pub(crate) fn remove(dir: &SessionDir) {
+    let _ = std::fs::remove_file(dir.marker_path());
 }
 
 /// Settles what a dead revert left (see the module's documentation), for a
@@ -119,7 +122,7 @@ pub(crate) fn remove(session_dir: &Path) {
 /// `idx` is the index as on disk now. Best effort: what it cannot settle now
 /// (a file whose lock is busy) keeps the marker for the next lock holder.
 pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<PathBuf>>) {
-    let path = session.dir().join(MARKER);
+    let path = session.session_dir().marker_path();
     // Never through a symbolic link, and only the user's own file.
     let Ok(bytes) = crate::trust::open_read(&path).and_then(|mut f| {
         let mut bytes = Vec::new();
@@ -184,7 +187,7 @@ pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<Path
         }
     }
     if !pending {
-        remove(session.dir());
+        remove(session.session_dir());
     }
 }
 

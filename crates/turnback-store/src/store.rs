@@ -1,10 +1,5 @@
-//! The store home: where sessions live, how they are found, and the per-file
-//! locks shared by every session.
-//!
-//! ```text
-//! <home>/sessions/<id>/{lock, index.json, blobs/}
-//! <home>/locks/<sha256 of the file's real path>
-//! ```
+//! The store home: where sessions live (`layout.rs` names what is where),
+//! how they are found, and the per-file locks shared by every session.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -15,7 +10,8 @@ use time::OffsetDateTime;
 use crate::error::{Error, Result};
 use crate::home;
 use crate::index::{Entry, Index};
-use crate::lock::{self, LockDir, Mode};
+use crate::layout::{LOCKS_DIR, SESSIONS_DIR, SessionDir};
+use crate::lock::LockDir;
 use crate::session::Session;
 use crate::session_id;
 use crate::trust::{self, Tightened};
@@ -91,7 +87,7 @@ impl Store {
         let home = home.into();
         let home = std::path::absolute(&home).unwrap_or(home);
         Store {
-            locks: LockDir::new(home.join("locks")),
+            locks: LockDir::new(home.join(LOCKS_DIR)),
             home,
             options: Options::default(),
             locks_checked: Arc::new(OnceLock::new()),
@@ -122,7 +118,12 @@ impl Store {
     }
 
     pub(crate) fn sessions_dir(&self) -> PathBuf {
-        self.home.join("sessions")
+        self.home.join(SESSIONS_DIR)
+    }
+
+    /// Session `id`'s directory (which may not exist yet).
+    pub(crate) fn session_dir(&self, id: &str) -> SessionDir {
+        SessionDir::new(&self.sessions_dir(), id)
     }
 
     /// The store directories this handle (or a clone, or a session of it)
@@ -153,12 +154,12 @@ impl Store {
     /// directory and its `blobs/`, before they are used: each that exists must
     /// be a real directory of this user that no one else may write
     /// ([`Error::UnsafeStore`]); one that others may read is made private.
-    pub(crate) fn check_session_dirs(&self, session_dir: Option<&Path>) -> Result<()> {
+    pub(crate) fn check_session_dirs(&self, session_dir: Option<&SessionDir>) -> Result<()> {
         self.secure(&self.home, true)?;
         self.secure(&self.sessions_dir(), false)?;
         if let Some(dir) = session_dir {
-            self.secure(dir, false)?;
-            self.secure(&dir.join("blobs"), false)?;
+            self.secure(dir.path(), false)?;
+            self.secure(&dir.blobs_path(), false)?;
         }
         Ok(())
     }
@@ -183,21 +184,20 @@ impl Store {
     /// with its first change, so a call that fails leaves no empty session.
     pub fn session(&self, id: &str) -> Result<Session> {
         session_id::validate(id)?;
-        let dir = self.sessions_dir().join(id);
-        Session::open(self.clone(), id.to_owned(), dir)
+        Session::open(self.clone(), self.session_dir(id))
     }
 
     /// Opens the existing session `id`: [`Error::SessionNotFound`] if there is none.
     pub fn open_session(&self, id: &str) -> Result<Session> {
         session_id::validate(id)?;
-        let dir = self.sessions_dir().join(id);
-        if !dir.is_dir() {
+        let dir = self.session_dir(id);
+        if !dir.exists() {
             return Err(Error::SessionNotFound {
                 session: id.to_owned(),
                 home: self.home.clone(),
             });
         }
-        Session::open(self.clone(), id.to_owned(), dir)
+        Session::open(self.clone(), dir)
     }
 
     /// Starts a new session with a generated id, sortable by time.
@@ -229,8 +229,7 @@ impl Store {
     pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
         let mut out = Vec::new();
         for id in self.session_ids()? {
-            let dir = self.sessions_dir().join(&id);
-            let bytes = dir_size(&dir.join("blobs"));
+            let bytes = self.session_dir(&id).blob_bytes();
             let summary = match self.read_index(&id) {
                 Ok(idx) => {
                     // Undone entries count for where a session works and when it
@@ -356,22 +355,11 @@ impl Store {
     ) -> Result<Option<(String, Entry)>> {
         let mut best: Option<(String, Entry)> = None;
         for id in self.session_ids()? {
-            let dir = self.sessions_dir().join(&id);
-            if crate::trust::check_dir(&dir).is_err() {
-                continue;
-            }
             let idx = match holding {
                 None => self.read_index(&id),
-                Some(_) => {
-                    let mine = holding == Some(id.as_str());
-                    let _guard = match mine {
-                        true => None,
-                        false => lock::try_acquire_as(&dir.join("lock"), Mode::Shared)
-                            .ok()
-                            .flatten(),
-                    };
-                    crate::journal::load(&dir, &id)
-                }
+                Some(holding) => self
+                    .session_dir(&id)
+                    .read_index_for_hint(holding == id.as_str()),
             };
             let Ok(idx) = idx else {
                 continue;
@@ -388,14 +376,11 @@ impl Store {
         Ok(best)
     }
 
-    /// Session `id`'s whole index, read under its shared lock: another process
-    /// may be in the middle of a change, or of folding its journal into a new
-    /// `index.json`, and a read between the two files could miss entries.
+    /// Session `id`'s whole index, read under its shared lock
+    /// ([`SessionDir::read_index`]).
     fn read_index(&self, id: &str) -> Result<Index> {
-        let dir = self.sessions_dir().join(id);
-        crate::trust::check_dir(&dir)?;
-        let _guard = crate::session::lock_session_dir(self, id, &dir, Mode::Shared)?;
-        crate::journal::load(&dir, id)
+        self.session_dir(id)
+            .read_index(self.options.session_lock_timeout)
     }
 
     /// [`Error::InsideStore`] when the file at the absolute real path `file`
@@ -429,18 +414,6 @@ fn touches_under(r: &crate::index::RevertRecord, dir: &Path) -> bool {
         .any(|f| f.starts_with(dir))
 }
 
-pub(crate) fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|r| {
-            r.filter_map(|e| e.ok())
-                .filter_map(|e| e.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,7 +441,8 @@ mod tests {
         // Another process in the middle of a change holds the lock: the
         // listing does not read the session's files meanwhile.
         let path = s.dir().join("lock");
-        let held = crate::lock::acquire(&path, Mode::Exclusive, Duration::ZERO, None).unwrap();
+        let held = crate::lock::acquire(&path, crate::lock::Mode::Exclusive, Duration::ZERO, None)
+            .unwrap();
         let listed = store.sessions().unwrap();
         let problem = listed[0].problem.as_deref().unwrap_or_default();
         assert!(problem.contains("busy"), "{problem:?}");
@@ -526,7 +500,8 @@ mod tests {
         b.undo(plain).unwrap();
         a.write(&ws, "f", &b"two"[..], "m2").unwrap();
         let path = a.dir().join("lock");
-        let _held = crate::lock::acquire(&path, Mode::Exclusive, Duration::ZERO, None).unwrap();
+        let _held = crate::lock::acquire(&path, crate::lock::Mode::Exclusive, Duration::ZERO, None)
+            .unwrap();
         let Err(Error::Refused { conflicts, .. }) = b.redo(plain) else {
             panic!("the redo was not refused");
         };

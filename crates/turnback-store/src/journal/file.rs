@@ -4,17 +4,25 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::line::{Line, Op};
 use super::state::State;
 use crate::durable::Durability;
 use crate::error::{Error, Result};
-use crate::index::{FORMAT_VERSION, INDEX_FILE, Index};
+use crate::index::{FORMAT_VERSION, Index};
 use crate::trust;
 
-/// The file name of a session's journal.
-pub(crate) const JOURNAL_FILE: &str = "journal.jsonl";
+/// The files of a session's index, as `layout.rs` names them.
+#[derive(Debug, Clone)]
+pub(crate) struct Files {
+    /// The snapshot, `index.json`.
+    pub(crate) index: PathBuf,
+    /// The temporary the snapshot is replaced through.
+    pub(crate) index_temp: PathBuf,
+    /// The journal, `journal.jsonl`.
+    pub(crate) journal: PathBuf,
+}
 
 /// Below this many journal bytes the snapshot is never rewritten: folding a
 /// small journal in would cost more than replaying it.
@@ -71,21 +79,20 @@ pub(crate) struct Loaded {
 
 impl Loaded {
     /// Reads the snapshot and replays the journal, strictly.
-    pub(crate) fn read(dir: &Path, session: &str) -> Result<Loaded> {
-        let path = dir.join(INDEX_FILE);
-        let jpath = dir.join(JOURNAL_FILE);
+    pub(crate) fn read(files: &Files, session: &str) -> Result<Loaded> {
+        let (path, jpath) = (&files.index, &files.journal);
         let corrupt = |path: &Path, reason: String| Error::CorruptIndex {
             session: session.to_owned(),
             path: path.to_owned(),
             reason,
         };
-        let (index, snapshot) = match trust::open_read(&path) {
+        let (index, snapshot) = match trust::open_read(path) {
             Ok(mut f) => {
                 let meta = f.metadata().map_err(Error::io("read", &path))?;
                 let mut bytes = Vec::with_capacity(meta.len() as usize);
                 f.read_to_end(&mut bytes)
                     .map_err(Error::io("read", &path))?;
-                let index = Index::parse(&bytes, session, &path)?;
+                let index = Index::parse(&bytes, session, path)?;
                 (index, Some(FileId::of(&meta)))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Index::empty(session), None),
@@ -99,7 +106,7 @@ impl Loaded {
             offset: 0,
             tail: Vec::new(),
         };
-        let Some(mut f) = open_journal(&jpath)? else {
+        let Some(mut f) = open_journal(jpath)? else {
             return Ok(loaded);
         };
         let meta = f.metadata().map_err(Error::io("read", &jpath))?;
@@ -108,10 +115,10 @@ impl Loaded {
         f.read_to_end(&mut bytes)
             .map_err(Error::io("read", &jpath))?;
         let replayed = loaded.replay(&bytes, true);
-        replayed.map_err(|why| corrupt(&jpath, why))?;
+        replayed.map_err(|why| corrupt(jpath, why))?;
         if loaded.snapshot.is_none() && loaded.last_n > 0 {
             return Err(corrupt(
-                &path,
+                path,
                 "missing, but the journal has records (restore it from a backup)".into(),
             ));
         }
@@ -178,25 +185,25 @@ impl Loaded {
     /// Brings the cache up to what is on disk, reading only what other
     /// processes appended when nothing else changed; anything unexpected means
     /// a full read.
-    pub(crate) fn refresh(cache: &mut Option<Loaded>, dir: &Path, session: &str) -> Result<()> {
+    pub(crate) fn refresh(cache: &mut Option<Loaded>, files: &Files, session: &str) -> Result<()> {
         if let Some(loaded) = cache.as_mut()
-            && loaded.catch_up(dir)?
+            && loaded.catch_up(files)?
         {
             return Ok(());
         }
         *cache = None;
-        *cache = Some(Loaded::read(dir, session)?);
+        *cache = Some(Loaded::read(files, session)?);
         Ok(())
     }
 
     /// `Ok(false)`: the cache cannot be brought up to date by reading the tail.
-    fn catch_up(&mut self, dir: &Path) -> Result<bool> {
-        let snapshot = stat(&dir.join(INDEX_FILE))?.map(|m| FileId::of(&m));
+    fn catch_up(&mut self, files: &Files) -> Result<bool> {
+        let snapshot = stat(&files.index)?.map(|m| FileId::of(&m));
         if snapshot != self.snapshot {
             return Ok(false);
         }
-        let jpath = dir.join(JOURNAL_FILE);
-        let Some(mut f) = open_journal(&jpath)? else {
+        let jpath = &files.journal;
+        let Some(mut f) = open_journal(jpath)? else {
             return Ok(self.journal.is_none());
         };
         let meta = f.metadata().map_err(Error::io("read", &jpath))?;
@@ -231,7 +238,7 @@ impl Loaded {
     /// drop the cache: memory is ahead of the disk.
     pub(crate) fn append(
         &mut self,
-        dir: &Path,
+        files: &Files,
         ops: Vec<Op>,
         durability: Durability,
     ) -> Result<()> {
@@ -240,15 +247,15 @@ impl Loaded {
         }
         if self.snapshot.is_none() || self.state.index.format < FORMAT_VERSION {
             self.last_n += 1;
-            return self.compact(dir);
+            return self.compact(files);
         }
-        let jpath = dir.join(JOURNAL_FILE);
+        let jpath = &files.journal;
         let n = self.last_n + 1;
         let mut line = serde_json::to_vec(&Line { n, ops }).expect("ops always serialize");
         line.push(b'\n');
         let mut f = trust::open(
             crate::sys::store_file_options().create(true).append(true),
-            &jpath,
+            jpath,
         )
         .map_err(trust::store_io("open", &jpath))?;
         let meta = f.metadata().map_err(Error::io("read", &jpath))?;
@@ -276,17 +283,17 @@ impl Loaded {
         self.last_n = n;
         let snapshot_len = self.snapshot.map_or(0, |s| s.len());
         if self.offset > COMPACT_AT_LEAST.max(snapshot_len) {
-            self.compact(dir)?;
+            self.compact(files)?;
         }
         Ok(())
     }
 
     /// [`Loaded::compact`] when the journal holds anything, or the snapshot is
     /// of an older format.
-    pub(crate) fn compact_if_needed(&mut self, dir: &Path) -> Result<()> {
+    pub(crate) fn compact_if_needed(&mut self, files: &Files) -> Result<()> {
         let old_format = self.state.index.format < FORMAT_VERSION;
         if self.snapshot.is_some() && (self.offset > 0 || old_format) {
-            self.compact(dir)?;
+            self.compact(files)?;
         }
         Ok(())
     }
@@ -294,17 +301,19 @@ impl Loaded {
     /// Folds the journal into a new snapshot and empties it. The snapshot
     /// records the last line it holds, so a crash before the journal is emptied
     /// leaves lines that every reader skips.
-    pub(super) fn compact(&mut self, dir: &Path) -> Result<()> {
+    pub(super) fn compact(&mut self, files: &Files) -> Result<()> {
         self.state.index.format = FORMAT_VERSION;
         self.state.index.journal = self.last_n;
-        self.state.index.save(dir, Durability::Full)?;
-        let path = dir.join(INDEX_FILE);
-        let meta = stat(&path)?.ok_or_else(|| {
-            Error::io("read", &path)(std::io::Error::from(std::io::ErrorKind::NotFound))
+        let path = &files.index;
+        self.state
+            .index
+            .save(path, &files.index_temp, Durability::Full)?;
+        let meta = stat(path)?.ok_or_else(|| {
+            Error::io("read", path)(std::io::Error::from(std::io::ErrorKind::NotFound))
         })?;
         self.snapshot = Some(FileId::of(&meta));
-        let jpath = dir.join(JOURNAL_FILE);
-        if let Some(f) = open_journal_rw(&jpath)? {
+        let jpath = &files.journal;
+        if let Some(f) = open_journal_rw(jpath)? {
             f.set_len(0).map_err(Error::io("truncate", &jpath))?;
             f.sync_all().map_err(Error::io("sync", &jpath))?;
             let meta = f.metadata().map_err(Error::io("read", &jpath))?;
@@ -352,13 +361,21 @@ mod tests {
     use super::*;
     use crate::index::Entry;
     use crate::journal::change;
+    use crate::layout::SessionDir;
+
+    /// The index files of a session whose directory is `dir`.
+    fn at(dir: &tempfile::TempDir) -> Files {
+        SessionDir::at(dir.path().to_owned(), "s")
+            .index_files()
+            .clone()
+    }
 
     fn entry(seq: u64, path: &str) -> Entry {
         crate::index::tests::entry_at(seq, path)
     }
 
-    fn add(cache: &mut Option<Loaded>, dir: &Path, path: &str) -> u64 {
-        change(cache, dir, "s", Durability::Full, |t| {
+    fn add(cache: &mut Option<Loaded>, files: &Files, path: &str) -> u64 {
+        change(cache, files, "s", Durability::Full, |t| {
             let seq = t.take_seq();
             t.insert_entry(entry(seq, path));
             Ok(seq)
@@ -372,7 +389,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut cache = None;
         for p in paths {
-            add(&mut cache, dir.path(), p);
+            add(&mut cache, &at(&dir), p);
         }
         (dir, cache)
     }
@@ -381,20 +398,20 @@ mod tests {
     fn changes_append_lines_that_a_fresh_reader_replays() {
         let dir = tempfile::tempdir().unwrap();
         let mut cache = None;
-        add(&mut cache, dir.path(), "a"); // first change: writes the snapshot
-        add(&mut cache, dir.path(), "b");
-        add(&mut cache, dir.path(), "a");
-        let journal = std::fs::read_to_string(dir.path().join(JOURNAL_FILE)).unwrap();
+        add(&mut cache, &at(&dir), "a"); // first change: writes the snapshot
+        add(&mut cache, &at(&dir), "b");
+        add(&mut cache, &at(&dir), "a");
+        let journal = std::fs::read_to_string(at(&dir).journal).unwrap();
         assert_eq!(journal.lines().count(), 2, "{journal}");
-        let fresh = Loaded::read(dir.path(), "s").unwrap();
+        let fresh = Loaded::read(&at(&dir), "s").unwrap();
         assert_eq!(fresh.state.index(), cache.as_ref().unwrap().state.index());
         assert_eq!(fresh.state.entries_for(Path::new("/w/a")), 2);
-        change(&mut cache, dir.path(), "s", Durability::Full, |t| {
+        change(&mut cache, &at(&dir), "s", Durability::Full, |t| {
             t.remove_entries(&[1]);
             Ok(())
         })
         .unwrap();
-        let fresh = Loaded::read(dir.path(), "s").unwrap();
+        let fresh = Loaded::read(&at(&dir), "s").unwrap();
         let seqs: Vec<u64> = fresh.state.entries.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [2, 3]);
         assert_eq!(fresh.state.entries_for(Path::new("/w/a")), 1);
@@ -403,31 +420,28 @@ mod tests {
     #[test]
     fn a_change_that_changes_nothing_writes_nothing() {
         let (dir, mut cache) = session_of(&["a", "b"]);
-        let before = std::fs::read(dir.path().join(JOURNAL_FILE)).unwrap();
-        change(&mut cache, dir.path(), "s", Durability::Full, |t| {
+        let before = std::fs::read(at(&dir).journal).unwrap();
+        change(&mut cache, &at(&dir), "s", Durability::Full, |t| {
             t.entry_mut(2).unwrap().message_id = "m".into();
             Ok(())
         })
         .unwrap();
-        assert_eq!(
-            std::fs::read(dir.path().join(JOURNAL_FILE)).unwrap(),
-            before
-        );
+        assert_eq!(std::fs::read(at(&dir).journal).unwrap(), before);
     }
 
     #[test]
     fn another_handle_sees_appended_lines_and_compactions() {
         let dir = tempfile::tempdir().unwrap();
         let (mut one, mut two) = (None, None);
-        add(&mut one, dir.path(), "a");
-        add(&mut two, dir.path(), "b");
-        add(&mut one, dir.path(), "c");
-        Loaded::refresh(&mut two, dir.path(), "s").unwrap();
+        add(&mut one, &at(&dir), "a");
+        add(&mut two, &at(&dir), "b");
+        add(&mut one, &at(&dir), "c");
+        Loaded::refresh(&mut two, &at(&dir), "s").unwrap();
         assert_eq!(two.as_ref().unwrap().state.entries.len(), 3);
         // A compaction by one: two must notice the snapshot changed.
-        one.as_mut().unwrap().compact(dir.path()).unwrap();
-        add(&mut one, dir.path(), "d");
-        Loaded::refresh(&mut two, dir.path(), "s").unwrap();
+        one.as_mut().unwrap().compact(&at(&dir)).unwrap();
+        add(&mut one, &at(&dir), "d");
+        Loaded::refresh(&mut two, &at(&dir), "s").unwrap();
         assert_eq!(
             two.as_ref().unwrap().state.index(),
             one.as_ref().unwrap().state.index()
@@ -438,18 +452,18 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_ignored_then_cut_off() {
         let (dir, _cache) = session_of(&["a", "b"]);
-        let jpath = dir.path().join(JOURNAL_FILE);
+        let jpath = at(&dir).journal;
         let whole = std::fs::read(&jpath).unwrap();
         for torn in [&b"{\"n\":3,\"ops\":[{\"op\""[..], b"\0\0\0\0", b"garbage\n"] {
             let mut bytes = whole.clone();
             bytes.extend_from_slice(torn);
             std::fs::write(&jpath, &bytes).unwrap();
-            let read = Loaded::read(dir.path(), "s").unwrap();
+            let read = Loaded::read(&at(&dir), "s").unwrap();
             assert_eq!(read.state.entries.len(), 2);
             // The next writer cuts the torn bytes off and appends after line 2.
             let mut fresh = None;
-            add(&mut fresh, dir.path(), "c");
-            let read = Loaded::read(dir.path(), "s").unwrap();
+            add(&mut fresh, &at(&dir), "c");
+            let read = Loaded::read(&at(&dir), "s").unwrap();
             assert_eq!(read.state.entries.len(), 3);
             std::fs::write(&jpath, &whole).unwrap();
         }
@@ -458,7 +472,7 @@ mod tests {
     #[test]
     fn damage_before_the_last_line_is_an_error_and_nothing_is_touched() {
         let (dir, _cache) = session_of(&["a", "b", "c"]);
-        let jpath = dir.path().join(JOURNAL_FILE);
+        let jpath = at(&dir).journal;
         let text = std::fs::read_to_string(&jpath).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         let counters_back =
@@ -474,10 +488,10 @@ mod tests {
         ];
         for bad in damaged {
             std::fs::write(&jpath, &bad).unwrap();
-            let err = Loaded::read(dir.path(), "s").unwrap_err();
+            let err = Loaded::read(&at(&dir), "s").unwrap_err();
             assert!(matches!(err, Error::CorruptIndex { .. }), "{err}");
             let mut fresh = None;
-            let refused = change(&mut fresh, dir.path(), "s", Durability::Full, |_| Ok(()));
+            let refused = change(&mut fresh, &at(&dir), "s", Durability::Full, |_| Ok(()));
             assert!(
                 matches!(refused, Err(Error::CorruptIndex { .. })),
                 "{refused:?}"
@@ -489,16 +503,16 @@ mod tests {
     #[test]
     fn lines_a_dead_compaction_left_are_skipped() {
         let (dir, mut cache) = session_of(&["a", "b", "c"]);
-        let jpath = dir.path().join(JOURNAL_FILE);
+        let jpath = at(&dir).journal;
         let journal = std::fs::read(&jpath).unwrap();
         // Compaction wrote the snapshot and died before emptying the journal.
-        cache.as_mut().unwrap().compact(dir.path()).unwrap();
+        cache.as_mut().unwrap().compact(&at(&dir)).unwrap();
         std::fs::write(&jpath, &journal).unwrap();
-        let read = Loaded::read(dir.path(), "s").unwrap();
+        let read = Loaded::read(&at(&dir), "s").unwrap();
         assert_eq!(read.state.entries.len(), 3);
         let mut fresh = None;
-        add(&mut fresh, dir.path(), "d");
-        let read = Loaded::read(dir.path(), "s").unwrap();
+        add(&mut fresh, &at(&dir), "d");
+        let read = Loaded::read(&at(&dir), "s").unwrap();
         assert_eq!(read.state.entries.len(), 4);
     }
 
@@ -514,8 +528,8 @@ mod tests {
     #[test]
     fn a_journal_without_its_snapshot_is_refused() {
         let (dir, _cache) = session_of(&["a", "b"]);
-        std::fs::remove_file(dir.path().join(INDEX_FILE)).unwrap();
-        let err = Loaded::read(dir.path(), "s").unwrap_err();
+        std::fs::remove_file(at(&dir).index).unwrap();
+        let err = Loaded::read(&at(&dir), "s").unwrap_err();
         assert!(err.to_string().contains("journal"), "{err}");
     }
 }

@@ -21,32 +21,30 @@ mod line;
 mod state;
 mod tracked;
 
-use std::path::Path;
-
 use crate::durable::Durability;
 use crate::error::Result;
 use crate::index::Index;
 
-pub(crate) use file::{JOURNAL_FILE, Loaded, replay_on_empty};
+pub(crate) use file::{Files, Loaded, replay_on_empty};
 pub(crate) use state::State;
 pub(crate) use tracked::Tracked;
 
 /// Reads a session's whole index (for a one-off look, not a change).
-pub(crate) fn load(dir: &Path, session: &str) -> Result<Index> {
-    Ok(Loaded::read(dir, session)?.state.into_index())
+pub(crate) fn load(files: &Files, session: &str) -> Result<Index> {
+    Ok(Loaded::read(files, session)?.state.into_index())
 }
 
 /// Runs `f` on the cached state brought up to date, and appends what it
 /// changed. The caller holds the exclusive lock.
 pub(crate) fn change<T>(
     cache: &mut Option<Loaded>,
-    dir: &Path,
+    files: &Files,
     session: &str,
     durability: Durability,
     f: impl FnOnce(&mut Tracked) -> Result<T>,
 ) -> Result<T> {
-    Loaded::refresh(cache, dir, session)?;
-    change_again(cache, dir, session, durability, f)
+    Loaded::refresh(cache, files, session)?;
+    change_again(cache, files, session, durability, f)
 }
 
 /// [`change`] for a caller that has brought the cache up to date under the
@@ -54,13 +52,13 @@ pub(crate) fn change<T>(
 /// at the files.
 pub(crate) fn change_again<T>(
     cache: &mut Option<Loaded>,
-    dir: &Path,
+    files: &Files,
     session: &str,
     durability: Durability,
     f: impl FnOnce(&mut Tracked) -> Result<T>,
 ) -> Result<T> {
     if cache.is_none() {
-        Loaded::refresh(cache, dir, session)?;
+        Loaded::refresh(cache, files, session)?;
     }
     let loaded = cache.as_mut().expect("refreshed");
     let mut tracked = Tracked::new(&mut loaded.state);
@@ -72,7 +70,7 @@ pub(crate) fn change_again<T>(
         return out;
     }
     let out = out?;
-    if let Err(e) = loaded.append(dir, ops, durability) {
+    if let Err(e) = loaded.append(files, ops, durability) {
         *cache = None;
         return Err(e);
     }

@@ -37,7 +37,7 @@ pub(super) fn apply<'p>(
     keep: bool,
     done_when: impl Fn(&FilePlan) -> DoneWhen,
 ) -> Result<Applied<'p>> {
-    if marker::exists(session.dir()) {
+    if marker::exists(session.session_dir()) {
         // A dead revert's marker that could not be settled yet (one of its
         // files was busy): writing ours would lose what it knows.
         return Err(Error::SessionBusy {
@@ -98,7 +98,7 @@ struct Marking {
 impl Marking {
     fn write(&mut self, session: &Session) -> Result<()> {
         if !self.files.is_empty() {
-            marker::write(session.dir(), self.files.clone())?;
+            marker::write(session.session_dir(), self.files.clone())?;
             self.written = true;
         }
         Ok(())

@@ -84,7 +84,7 @@ impl Session {
                     record_overwrites(idx, &applied.restored);
                     Ok(Attempt::Done(Ok(report(self, &plans, true))))
                 },
-                || marker::remove(self.dir()),
+                || marker::remove(self.session_dir()),
             )?;
             if let Attempt::Done(r) = outcome {
                 return r;

@@ -116,6 +116,6 @@ pub(crate) fn rollback(
             }
             Ok(applied.outcome.map(|()| report(session, &plans, true)))
         },
-        || marker::remove(session.dir()),
+        || marker::remove(session.session_dir()),
     )?
 }

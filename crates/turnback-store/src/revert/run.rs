@@ -120,6 +120,6 @@ fn attempt(
                 applied.outcome.map(|()| report(session, &plans, true)),
             ))
         },
-        || marker::remove(session.dir()),
+        || marker::remove(session.session_dir()),
     )
 }

@@ -12,6 +12,7 @@ use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Index};
 use crate::journal::{self, Loaded, State, Tracked};
+use crate::layout::SessionDir;
 use crate::lock::{self, LockError, LockGuard, Mode};
 use crate::store::Store;
 use crate::workspace::Workspace;
@@ -25,8 +26,7 @@ use super::write::Draft;
 #[derive(Debug, Clone)]
 pub struct Session {
     pub(super) store: Store,
-    pub(super) id: String,
-    pub(super) dir: PathBuf,
+    pub(super) dir: SessionDir,
     pub(super) blobs: Blobs,
     /// The index as this process last read it under the lock; brought up to
     /// date (usually by reading a few journal lines) at every acquisition.
@@ -38,12 +38,6 @@ pub struct Session {
     scope: Option<PathBuf>,
 }
 
-/// The file in a session's directory that every handle using the directory
-/// holds a shared lock on, and prune an exclusive one while it removes the
-/// session: a session some live process has open is never removed. Never
-/// replaced or deleted while the session exists.
-pub(crate) const LIVE_FILE: &str = "live";
-
 /// A file a session has entries for.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TrackedFile {
@@ -54,12 +48,11 @@ pub struct TrackedFile {
 }
 
 impl Session {
-    pub(crate) fn open(store: Store, id: String, dir: PathBuf) -> Result<Session> {
+    pub(crate) fn open(store: Store, dir: SessionDir) -> Result<Session> {
         store.check_session_dirs(Some(&dir))?;
-        let blobs = Blobs::new(dir.join("blobs"));
+        let blobs = dir.blobs();
         let session = Session {
             store,
-            id,
             dir,
             blobs,
             cache: Arc::new(Mutex::new(None)),
@@ -77,7 +70,7 @@ impl Session {
 
     /// The session id.
     pub fn id(&self) -> &str {
-        &self.id
+        self.dir.id()
     }
 
     /// This handle (sharing everything with it), confined to `dir`: every
@@ -105,7 +98,7 @@ impl Session {
                 Err(Error::OutsideScope {
                     workspace: root.to_owned(),
                     scope: scope.clone(),
-                    session: self.id.clone(),
+                    session: self.id().to_owned(),
                 })
             }
             _ => Ok(()),
@@ -114,6 +107,11 @@ impl Session {
 
     /// The session's directory in the store.
     pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The session's directory, with the names of what is in it.
+    pub(crate) fn session_dir(&self) -> &SessionDir {
         &self.dir
     }
 
@@ -152,16 +150,16 @@ impl Session {
     /// Changes do this by themselves once the journal has grown as large as
     /// `index.json`; call it before reading `index.json` with another tool.
     pub fn compact(&self) -> Result<()> {
-        if !self.dir.is_dir() {
+        if !self.dir.exists() {
             return Ok(());
         }
         let _g = self.lock_session(Mode::Exclusive)?;
         let mut cache = self.cache();
-        Loaded::refresh(&mut cache, &self.dir, &self.id)?;
+        Loaded::refresh(&mut cache, self.dir.index_files(), self.id())?;
         let compacted = cache
             .as_mut()
             .expect("refreshed")
-            .compact_if_needed(&self.dir);
+            .compact_if_needed(self.dir.index_files());
         if compacted.is_err() {
             *cache = None;
         }
@@ -197,12 +195,12 @@ impl Session {
     /// Runs `f` on the index as on disk now, read under a shared lock (from the
     /// cache, brought up to date).
     pub(crate) fn view<T>(&self, f: impl FnOnce(&State) -> T) -> Result<T> {
-        if !self.dir.is_dir() {
-            return Ok(f(&State::new(Index::empty(&self.id))));
+        if !self.dir.exists() {
+            return Ok(f(&State::new(Index::empty(self.id()))));
         }
         let _g = self.lock_session(Mode::Shared)?;
         let mut cache = self.cache();
-        Loaded::refresh(&mut cache, &self.dir, &self.id)?;
+        Loaded::refresh(&mut cache, self.dir.index_files(), self.id())?;
         Ok(f(&cache.as_ref().expect("refreshed").state))
     }
 
@@ -230,8 +228,8 @@ impl Session {
 
     fn make_dir(&self) -> Result<()> {
         self.store.check_session_dirs(None)?;
-        crate::sys::create_store_dir_all(&self.dir)
-            .map_err(Error::io("create session directory", &self.dir))?;
+        crate::sys::create_store_dir_all(self.dir.path())
+            .map_err(Error::io("create session directory", self.dir.path()))?;
         let sessions = self.store.sessions_dir();
         crate::sys::fsync_dir_path(&sessions).map_err(Error::io("sync directory", &sessions))?;
         crate::sys::fsync_dir_path(self.store.home())
@@ -250,10 +248,10 @@ impl Session {
         if live.is_some() {
             return Ok(());
         }
-        let path = self.dir.join(LIVE_FILE);
+        let path = self.dir.live_path();
         let timeout = self.store.options().session_lock_timeout;
         for _ in 0..8 {
-            if !self.dir.is_dir() {
+            if !self.dir.exists() {
                 if !create {
                     return Ok(());
                 }
@@ -269,7 +267,7 @@ impl Session {
                 Err(LockError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(LockError::TimedOut { waited, .. }) => {
                     return Err(Error::SessionBusy {
-                        session: self.id.clone(),
+                        session: self.id().to_owned(),
                         waited,
                     });
                 }
@@ -277,7 +275,7 @@ impl Session {
             }
         }
         Err(Error::SessionBusy {
-            session: self.id.clone(),
+            session: self.id().to_owned(),
             waited: std::time::Duration::ZERO,
         })
     }
@@ -320,12 +318,13 @@ impl Session {
         // Settling is its own change, durable on its own: what it found is true
         // of the files whatever `f` then does. A dead revert is settled first:
         // it held the locks of its files, so no in-flight write is among them.
-        journal::change(&mut cache, &self.dir, &self.id, Durability::Full, |idx| {
+        let files = self.dir.index_files();
+        journal::change(&mut cache, files, self.id(), Durability::Full, |idx| {
             crate::marker::settle(self, idx, held);
             self.settle_in_flight(idx, held);
             Ok(())
         })?;
-        let out = journal::change_again(&mut cache, &self.dir, &self.id, durability, f)?;
+        let out = journal::change_again(&mut cache, files, self.id(), durability, f)?;
         then();
         Ok(out)
     }

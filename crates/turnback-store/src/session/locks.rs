@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::lock::{self, LockError, LockGuard, Mode};
-use crate::store::Store;
 use crate::workspace::Workspace;
 
 use super::handle::Session;
 
 impl Session {
     pub(crate) fn lock_session(&self, mode: Mode) -> Result<LockGuard> {
-        lock_session_dir(&self.store, &self.id, &self.dir, mode)
+        self.dir
+            .lock(mode, self.store.options().session_lock_timeout)
     }
 
     /// Takes the locks of `files` (absolute real paths), in the order of
@@ -67,7 +67,7 @@ impl Session {
         let locks = path.parent().expect("lock paths have a parent");
         self.store.check_locks_dir()?;
         crate::sys::create_store_dir_all(locks).map_err(Error::io("create directory", locks))?;
-        let holder = format!("session {:?} (pid {})", self.id, std::process::id());
+        let holder = format!("session {:?} (pid {})", self.id(), std::process::id());
         lock::acquire(
             path,
             mode,
@@ -89,23 +89,4 @@ impl Session {
     pub(crate) fn remove_unused_dirs(&self, workspace: &Workspace, dirs: &[String]) -> Vec<String> {
         workspace.remove_empty_dirs(dirs, |d| self.try_lock_dir(&workspace.root().join(d)))
     }
-}
-
-/// Takes the lock of session `id`, whose directory is `dir`, waiting at most
-/// the store's `session_lock_timeout`.
-pub(crate) fn lock_session_dir(
-    store: &Store,
-    id: &str,
-    dir: &Path,
-    mode: Mode,
-) -> Result<LockGuard> {
-    let path = dir.join("lock");
-    let timeout = store.options().session_lock_timeout;
-    lock::acquire(&path, mode, timeout, None).map_err(|e| match e {
-        LockError::TimedOut { waited, .. } => Error::SessionBusy {
-            session: id.to_owned(),
-            waited,
-        },
-        LockError::Io(e) => crate::trust::store_io("lock", &path)(e),
-    })
 }

@@ -21,7 +21,5 @@ mod remove;
 mod rename;
 mod write;
 
-pub(crate) use handle::LIVE_FILE;
 pub use handle::{Session, TrackedFile};
-pub(crate) use locks::lock_session_dir;
 pub use write::Expected;

@@ -283,7 +283,7 @@ impl Session {
     ) -> Result<Entry> {
         self.mutate(Durability::Full, |idx| {
             let e = idx.entry_mut(seq).ok_or_else(|| Error::NoSuchEntry {
-                session: self.id.clone(),
+                session: self.id().to_owned(),
                 seq,
             })?;
             e.after = Some(after.clone());
