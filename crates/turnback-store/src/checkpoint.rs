@@ -5,14 +5,14 @@
 //! "after" that [`Checkpoint::commit`] records is this writer's own.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::Entry;
 use crate::lock::LockGuard;
 use crate::revert::{self, RevertOptions, RevertReport};
-use crate::session::Session;
+use crate::session::{Draft, Session};
 use crate::workspace::Workspace;
 
 /// A taken checkpoint, to be ended by [`Checkpoint::commit`] or
@@ -71,6 +71,34 @@ impl<'a> Checkpoint<'a> {
     pub fn rollback(self) -> Result<()> {
         self.session
             .rollback_locked(self.workspace, &self.rel, self.seq)
+    }
+}
+
+impl Session {
+    /// Takes a checkpoint of `path` in `workspace` before the caller changes it:
+    /// backs the file up (or records its absence) and holds the file's lock until
+    /// [`Checkpoint::commit`] or [`Checkpoint::rollback`]. Prefer [`Session::write`]
+    /// and [`Session::remove`], which do all three steps.
+    pub fn checkpoint<'a>(
+        &'a self,
+        workspace: &'a Workspace,
+        path: impl AsRef<Path>,
+        message_id: &str,
+    ) -> Result<Checkpoint<'a>> {
+        let rel = workspace.resolve(path)?;
+        self.store().refuse_inside(&workspace.root().join(&rel))?;
+        let lock = self.lock_file(workspace, &rel)?;
+        let before = self.back_up_checked(workspace, &rel)?;
+        let created_dirs = workspace.missing_dirs(&rel);
+        let draft = Draft {
+            rel: rel.clone(),
+            before,
+            after: None,
+            created_dirs,
+            in_flight: None,
+        };
+        let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
+        Ok(Checkpoint::new(self, workspace, rel, entry.seq, lock))
     }
 }
 

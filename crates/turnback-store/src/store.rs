@@ -12,7 +12,6 @@ use crate::home;
 use crate::index::{Entry, Index};
 use crate::layout::{LOCKS_DIR, SESSIONS_DIR, SessionDir};
 use crate::lock::LockDir;
-use crate::session::Session;
 use crate::session_id;
 use crate::trust::{self, Tightened};
 use crate::workspace::Workspace;
@@ -178,31 +177,6 @@ impl Store {
             let _ = self.locks_checked.set(());
         }
         Ok(())
-    }
-
-    /// Opens the session `id`, new or existing. A new session is created on disk
-    /// with its first change, so a call that fails leaves no empty session.
-    pub fn session(&self, id: &str) -> Result<Session> {
-        session_id::validate(id)?;
-        Session::open(self.clone(), self.session_dir(id))
-    }
-
-    /// Opens the existing session `id`: [`Error::SessionNotFound`] if there is none.
-    pub fn open_session(&self, id: &str) -> Result<Session> {
-        session_id::validate(id)?;
-        let dir = self.session_dir(id);
-        if !dir.exists() {
-            return Err(Error::SessionNotFound {
-                session: id.to_owned(),
-                home: self.home.clone(),
-            });
-        }
-        Session::open(self.clone(), dir)
-    }
-
-    /// Starts a new session with a generated id, sortable by time.
-    pub fn new_session(&self) -> Result<Session> {
-        self.session(&session_id::generate())
     }
 
     /// The ids of every session in the home, sorted.

@@ -7,17 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::blobs::Blobs;
-use crate::checkpoint::Checkpoint;
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Index};
 use crate::journal::{self, Loaded, State, Tracked};
 use crate::layout::SessionDir;
 use crate::lock::{self, LockError, LockGuard, Mode};
+use crate::session_id;
 use crate::store::Store;
 use crate::workspace::Workspace;
-
-use super::write::Draft;
 
 /// One session of a store. Cheap to clone (clones share one cache of the
 /// index and one hold on the session). While the session's directory exists,
@@ -164,32 +162,6 @@ impl Session {
             *cache = None;
         }
         compacted
-    }
-
-    /// Takes a checkpoint of `path` in `workspace` before the caller changes it:
-    /// backs the file up (or records its absence) and holds the file's lock until
-    /// [`Checkpoint::commit`] or [`Checkpoint::rollback`]. Prefer [`Session::write`]
-    /// and [`Session::remove`], which do all three steps.
-    pub fn checkpoint<'a>(
-        &'a self,
-        workspace: &'a Workspace,
-        path: impl AsRef<Path>,
-        message_id: &str,
-    ) -> Result<Checkpoint<'a>> {
-        let rel = workspace.resolve(path)?;
-        self.store.refuse_inside(&workspace.root().join(&rel))?;
-        let lock = self.lock_file(workspace, &rel)?;
-        let before = self.back_up_checked(workspace, &rel)?;
-        let created_dirs = workspace.missing_dirs(&rel);
-        let draft = Draft {
-            rel: rel.clone(),
-            before,
-            after: None,
-            created_dirs,
-            in_flight: None,
-        };
-        let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
-        Ok(Checkpoint::new(self, workspace, rel, entry.seq, lock))
     }
 
     /// Runs `f` on the index as on disk now, read under a shared lock (from the
@@ -365,6 +337,35 @@ impl Session {
                 entry.in_flight = None;
             }
         }
+    }
+}
+
+/// Opening sessions is the session's business: the store itself never needs
+/// a session (`Store` is below `Session` in the module map).
+impl Store {
+    /// Opens the session `id`, new or existing. A new session is created on disk
+    /// with its first change, so a call that fails leaves no empty session.
+    pub fn session(&self, id: &str) -> Result<Session> {
+        session_id::validate(id)?;
+        Session::open(self.clone(), self.session_dir(id))
+    }
+
+    /// Opens the existing session `id`: [`Error::SessionNotFound`] if there is none.
+    pub fn open_session(&self, id: &str) -> Result<Session> {
+        session_id::validate(id)?;
+        let dir = self.session_dir(id);
+        if !dir.exists() {
+            return Err(Error::SessionNotFound {
+                session: id.to_owned(),
+                home: self.home().to_owned(),
+            });
+        }
+        Session::open(self.clone(), dir)
+    }
+
+    /// Starts a new session with a generated id, sortable by time.
+    pub fn new_session(&self) -> Result<Session> {
+        self.session(&session_id::generate())
     }
 }
 

@@ -22,4 +22,5 @@ mod rename;
 mod write;
 
 pub use handle::{Session, TrackedFile};
+pub(crate) use write::Draft;
 pub use write::Expected;

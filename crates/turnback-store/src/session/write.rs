@@ -349,7 +349,7 @@ impl Session {
 
     /// [`Session::back_up`] once the index is known to be readable: a damaged
     /// index must not leave a new backup behind that no entry will name.
-    pub(super) fn back_up_checked(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
+    pub(crate) fn back_up_checked(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
         self.view(|_| ())?;
         self.back_up(workspace, rel)
     }
