@@ -181,13 +181,9 @@ impl Session {
         };
         let (mut reader, display): (Box<dyn Read>, PathBuf) = match side {
             Side::Blob => {
-                let path = self.blobs().path(hash);
-                let file = self.blobs().open(hash).map_err(|_| Error::BlobMissing {
-                    session: self.id().to_owned(),
-                    path: rel.to_owned(),
-                    hash: hash.to_owned(),
-                })?;
-                (Box::new(file), path)
+                let backup = self.blobs().open_backup(self.id(), rel, hash)?;
+                let path = backup.blob_path();
+                (Box::new(backup.into_file()), path)
             }
             Side::Workspace => match ws.open_regular(rel)? {
                 Some(f) => (Box::new(f.file), f.display),
@@ -336,5 +332,27 @@ mod tests {
         );
         let only = s.diff(Some((&ws, Path::new("new.txt")))).unwrap();
         assert_eq!(only.len(), 1);
+    }
+
+    /// A backup found corrupt (and moved aside) by a revert is named as
+    /// corrupt by a diff too, as by every reader of backups, not as missing.
+    #[test]
+    fn a_diff_names_a_backup_found_corrupt_as_corrupt() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let s = crate::Store::new(home.path()).session("s").unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("f"), b"old\n").unwrap();
+        let e = s.write(&ws, "f", &b"new\n"[..], "m").unwrap();
+        let blob = s.blobs().path(e.before.sha256.as_deref().unwrap());
+        std::fs::write(&blob, b"bad\n").unwrap();
+        let undo = s.undo(crate::RevertOptions::default()).unwrap_err();
+        assert!(matches!(undo, Error::BlobCorrupt { .. }), "{undo:?}");
+        match s.diff(None) {
+            Err(Error::BlobCorrupt {
+                moved_to: Some(_), ..
+            }) => {}
+            other => panic!("expected BlobCorrupt, got {other:?}"),
+        }
     }
 }

@@ -2,13 +2,14 @@
 //! contents prepared and verified, what each file holds backed up, and the
 //! files replaced or deleted; and writing one file back from a backup.
 
+use crate::blobs::Blobs;
 use crate::error::{Error, Result};
 use crate::index::FileState;
 use crate::marker::{self, DoneWhen, MarkedFile};
 use crate::session::Session;
 use crate::workspace::{NewContents, Parent, Workspace};
 
-use super::backups::{corrupt_backup, keep_current, missing_backup};
+use super::backups::keep_current;
 use super::plan::FilePlan;
 
 /// What [`apply`] did: each file restored, with what it held before (backed
@@ -197,22 +198,41 @@ fn prepare<'a>(
     temp: String,
     marker: &mut Marking,
 ) -> Result<NewContents<'a>> {
-    let hash = p.target.sha256.as_deref().expect("a file to write back");
-    let blob_path = session.blobs().path(hash);
-    let mut blob = session
-        .blobs()
-        .open(hash)
-        .map_err(|_| missing_backup(session, &p.rel, hash))?;
-    let mut new = NewContents::create_named_then(parent, 0o600, temp, || match marker.written {
-        true => Ok(()),
-        false => marker.write(session),
-    })?;
-    let (actual, _) = new.fill(&mut blob, &blob_path)?;
-    if actual != hash {
-        return Err(corrupt_backup(session, &p.rel, hash, actual));
-    }
-    new.keep_owner(owners_for(&p.target, parent));
-    new.seal(p.target.mode)?;
+    let blobs = session.blobs();
+    restore_contents(
+        blobs,
+        session.id(),
+        parent,
+        &p.target,
+        temp,
+        || match marker.written {
+            true => Ok(()),
+            false => marker.write(session),
+        },
+    )
+}
+
+/// New contents for the file of `parent` that hold `state`: its backup (in
+/// `blobs`, of session `session`), copied beside the file through the
+/// temporary `temp` and verified against its hash before anything is done
+/// with them, with its mode and owner. `before_naming` runs first where the
+/// temporary gets its name at once ([`NewContents::create_named_then`]).
+pub(crate) fn restore_contents<'a>(
+    blobs: &Blobs,
+    session: &str,
+    parent: &'a Parent,
+    state: &FileState,
+    temp: String,
+    before_naming: impl FnOnce() -> Result<()>,
+) -> Result<NewContents<'a>> {
+    let hash = state.sha256.as_deref().expect("a file to write back");
+    let mut backup = blobs.open_backup(session, &parent.rel, hash)?;
+    let source = backup.blob_path();
+    let mut new = NewContents::create_named_then(parent, 0o600, temp, before_naming)?;
+    let (actual, _) = new.fill(backup.file(), &source)?;
+    backup.verify(&actual)?;
+    new.keep_owner(owners_for(state, parent));
+    new.seal(state.mode)?;
     Ok(new)
 }
 
@@ -271,30 +291,21 @@ pub(crate) fn write_state(
     state: &FileState,
     temp: String,
 ) -> Result<()> {
-    let Some(hash) = state.sha256.as_deref() else {
+    if state.sha256.is_none() {
         if let Some(parent) = ws.parent_of(rel, false)?
             && parent.target_kind(ws.root())?.exists()
         {
             parent.remove_target()?;
         }
         return Ok(());
-    };
+    }
     let _dir_lock = session.lock_parent_dir(ws, rel)?;
     let parent = ws
         .parent_of(rel, true)?
         .expect("parent_of creates what is missing");
     parent.target_kind(ws.root())?;
-    let blob_path = session.blobs().path(hash);
-    let mut blob = session
-        .blobs()
-        .open(hash)
-        .map_err(|_| missing_backup(session, rel, hash))?;
-    let mut new = NewContents::create_named(&parent, 0o600, temp)?;
-    let (actual, _) = new.fill(&mut blob, &blob_path)?;
-    if actual != hash {
-        return Err(corrupt_backup(session, rel, hash, actual));
-    }
-    new.keep_owner(owners_for(state, &parent));
-    new.seal(state.mode)?;
+    let new = restore_contents(session.blobs(), session.id(), &parent, state, temp, || {
+        Ok(())
+    })?;
     new.replace_target()
 }
