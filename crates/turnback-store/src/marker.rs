@@ -29,8 +29,7 @@ use crate::durable::{self, Durability};
 use crate::error::Result;
 use crate::index::{FileState, Index, WorkspaceRoot, is_relative_path, is_temp_name};
 use crate::layout::SessionDir;
-use crate::lock;
-use crate::session::Session;
+use crate::store::Store;
 use crate::workspace::Workspace;
 
 /// The marker as written since format 3 kept what each file held.
@@ -121,8 +120,15 @@ pub(crate) fn remove(dir: &SessionDir) {
 /// caller holding the session's exclusive lock and the file locks of `held`.
 /// `idx` is the index as on disk now. Best effort: what it cannot settle now
 /// (a file whose lock is busy) keeps the marker for the next lock holder.
-pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<PathBuf>>) {
-    let path = session.session_dir().marker_path();
+/// `holder` names the caller in the lock it may take on a file's directory.
+pub(crate) fn settle(
+    store: &Store,
+    dir: &SessionDir,
+    holder: &str,
+    idx: &Index,
+    held: Option<&BTreeSet<PathBuf>>,
+) {
+    let path = dir.marker_path();
     // Never through a symbolic link, and only the user's own file.
     let Ok(bytes) = crate::trust::open_read(&path).and_then(|mut f| {
         let mut bytes = Vec::new();
@@ -160,9 +166,9 @@ pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<Path
         let _guard = if held.is_some_and(|h| h.contains(&file)) {
             None
         } else {
-            match lock::try_acquire(&session.store().locks().file_lock_path(&file)) {
-                Ok(Some(guard)) => Some(guard),
-                _ => {
+            match store.try_lock_file(&file) {
+                Some(guard) => Some(guard),
+                None => {
                     pending = true;
                     continue;
                 }
@@ -183,11 +189,12 @@ pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<Path
         if now.same_state(&f.target) && !now.same_state(found) {
             // Best effort: a backup that cannot be read back leaves the file
             // at the revert's target, which is a version the session holds.
-            let _ = crate::revert::write_state(session, &ws, &f.path, found, f.temp.clone());
+            let _ =
+                crate::revert::write_state(store, dir, holder, &ws, &f.path, found, f.temp.clone());
         }
     }
     if !pending {
-        remove(session.session_dir());
+        remove(dir);
     }
 }
 

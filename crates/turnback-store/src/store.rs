@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::home;
 use crate::index::{Entry, Index};
 use crate::layout::{LOCKS_DIR, SESSIONS_DIR, SessionDir};
-use crate::lock::LockDir;
+use crate::lock::{self, LockDir, LockError, LockGuard, Mode};
 use crate::session_id;
 use crate::trust::{self, Tightened};
 use crate::workspace::Workspace;
@@ -376,6 +376,76 @@ impl Store {
             });
         }
         Ok(())
+    }
+}
+
+/// The locks of the workspace files and directories that sessions change,
+/// taken in a holder's name (a session, as [`crate::Session`] says who it is).
+impl Store {
+    /// Takes the lock of the workspace file at the absolute real path
+    /// `file` (shared by every session), waiting at most the file lock
+    /// timeout: then [`Error::FileBusy`], naming whoever holds it.
+    pub(crate) fn lock_file(&self, file: &Path, holder: &str) -> Result<LockGuard> {
+        let path = self.locks.file_lock_path(file);
+        self.take_lock(&path, file, Mode::Exclusive, holder)
+    }
+
+    /// Takes, shared, the lock of the directory that holds `rel` in
+    /// `workspace` (see [`LockDir::dir_lock_path`]), for a writer about to
+    /// make new contents there; `None` for a file at the root, which is never
+    /// removed.
+    pub(crate) fn lock_parent_dir(
+        &self,
+        workspace: &Workspace,
+        rel: &str,
+        holder: &str,
+    ) -> Result<Option<LockGuard>> {
+        let Some((dir, _)) = rel.rsplit_once('/') else {
+            return Ok(None);
+        };
+        let dir = workspace.root().join(dir);
+        let path = self.locks.dir_lock_path(&dir);
+        self.take_lock(&path, &dir, Mode::Shared, holder).map(Some)
+    }
+
+    /// The lock of the workspace file at the absolute real path `file` if no
+    /// one holds it now: what settling a dead writer's change needs (its
+    /// caller holds a session's lock, so never waits for a file's).
+    pub(crate) fn try_lock_file(&self, file: &Path) -> Option<LockGuard> {
+        lock::try_acquire(&self.locks.file_lock_path(file))
+            .ok()
+            .flatten()
+    }
+
+    /// The exclusive lock of workspace directory `dir` if no writer holds it
+    /// now: what removing the directory needs.
+    pub(crate) fn try_lock_dir(&self, dir: &Path) -> Option<LockGuard> {
+        lock::try_acquire(&self.locks.dir_lock_path(dir))
+            .ok()
+            .flatten()
+    }
+
+    /// Removes the directories `dirs` of `workspace` (outermost first) that
+    /// are empty and that no writer is using.
+    pub(crate) fn remove_unused_dirs(&self, workspace: &Workspace, dirs: &[String]) -> Vec<String> {
+        workspace.remove_empty_dirs(dirs, |d| self.try_lock_dir(&workspace.root().join(d)))
+    }
+
+    /// Takes the lock at `path` (in `<home>/locks/`), of the workspace file or
+    /// directory `of`, for `holder`, waiting at most the file lock timeout.
+    fn take_lock(&self, path: &Path, of: &Path, mode: Mode, holder: &str) -> Result<LockGuard> {
+        let locks = path.parent().expect("lock paths have a parent");
+        self.check_locks_dir()?;
+        crate::sys::create_store_dir_all(locks).map_err(Error::io("create directory", locks))?;
+        lock::acquire(path, mode, self.options.file_lock_timeout, Some(holder)).map_err(|e| match e
+        {
+            LockError::TimedOut { waited, holder } => Error::FileBusy {
+                path: of.to_owned(),
+                holder,
+                waited,
+            },
+            LockError::Io(e) => trust::store_io("lock", path)(e),
+        })
     }
 }
 

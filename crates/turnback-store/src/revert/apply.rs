@@ -5,8 +5,10 @@
 use crate::blobs::Blobs;
 use crate::error::{Error, Result};
 use crate::index::FileState;
+use crate::layout::SessionDir;
 use crate::marker::{self, DoneWhen, MarkedFile};
 use crate::session::Session;
+use crate::store::Store;
 use crate::workspace::{NewContents, Parent, Workspace};
 
 use super::backups::keep_current;
@@ -285,7 +287,9 @@ fn remove_temps(p: &FilePlan) -> Result<()> {
 /// verified against their hash before they replace anything (through the
 /// temporary `temp`), with its mode; or no file at all.
 pub(crate) fn write_state(
-    session: &Session,
+    store: &Store,
+    dir: &SessionDir,
+    holder: &str,
     ws: &Workspace,
     rel: &str,
     state: &FileState,
@@ -299,13 +303,11 @@ pub(crate) fn write_state(
         }
         return Ok(());
     }
-    let _dir_lock = session.lock_parent_dir(ws, rel)?;
+    let _dir_lock = store.lock_parent_dir(ws, rel, holder)?;
     let parent = ws
         .parent_of(rel, true)?
         .expect("parent_of creates what is missing");
     parent.target_kind(ws.root())?;
-    let new = restore_contents(session.blobs(), session.id(), &parent, state, temp, || {
-        Ok(())
-    })?;
+    let new = restore_contents(&dir.blobs(), dir.id(), &parent, state, temp, || Ok(()))?;
     new.replace_target()
 }

@@ -78,7 +78,9 @@ pub(super) fn remove_created_dirs(session: &Session, restored: &[&FilePlan]) -> 
         // Outermost first, as remove_empty_dirs expects (it works from the end).
         dirs.sort_by_key(|d| (d.matches('/').count(), d.as_str()));
         dirs.dedup();
-        let gone = session.remove_unused_dirs(&ws, &dirs.into_iter().cloned().collect::<Vec<_>>());
+        let gone = session
+            .store()
+            .remove_unused_dirs(&ws, &dirs.into_iter().cloned().collect::<Vec<_>>());
         removed.extend(gone.into_iter().map(|path| RemovedDir {
             workspace: root.clone(),
             path,

@@ -73,7 +73,13 @@ impl Session {
                     if let Err(e) = applied.outcome {
                         // Nothing of the record is put back: the files redone so
                         // far go back to what the redo found, as after a crash.
-                        marker::settle(self, idx, Some(&files));
+                        marker::settle(
+                            self.store(),
+                            self.session_dir(),
+                            &self.holder(),
+                            idx,
+                            Some(&files),
+                        );
                         return Ok(Attempt::Done(Err(e)));
                     }
                     idx.pop_record();

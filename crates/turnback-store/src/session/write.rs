@@ -330,7 +330,7 @@ impl Session {
             });
         }
         drop(dir_lock.take());
-        self.remove_unused_dirs(workspace, made);
+        self.store.remove_unused_dirs(workspace, made);
     }
 
     /// Step 5 failed, maybe after the rename (a failed directory sync): let
