@@ -116,27 +116,19 @@ pub(crate) fn remove(dir: &SessionDir) {
     let _ = std::fs::remove_file(dir.marker_path());
 }
 
-/// Settles what a dead revert left (see the module's documentation), for a
-/// caller holding the session's exclusive lock and the file locks of `held`.
-/// `idx` is the index as on disk now. Best effort: what it cannot settle now
-/// (a file whose lock is busy) keeps the marker for the next lock holder.
-/// `holder` names the caller in the lock it may take on a file's directory.
-pub(crate) fn settle(
-    store: &Store,
-    dir: &SessionDir,
-    holder: &str,
-    idx: &Index,
-    held: Option<&BTreeSet<PathBuf>>,
-) {
+/// The files the marker lists, if there is one that could be read (`None`:
+/// none, or one that is not this user's own file, or a symbolic link). A
+/// marker that does not parse lists nothing.
+pub(crate) fn read(dir: &SessionDir) -> Option<Vec<MarkedFile>> {
     let path = dir.marker_path();
     // Never through a symbolic link, and only the user's own file.
     let Ok(bytes) = crate::trust::open_read(&path).and_then(|mut f| {
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut f, &mut bytes).map(|_| bytes)
     }) else {
-        return;
+        return None;
     };
-    let files = match serde_json::from_slice::<OnDisk>(&bytes) {
+    Some(match serde_json::from_slice::<OnDisk>(&bytes) {
         Ok(OnDisk::Files(m)) => m.files,
         Ok(OnDisk::Temps(temps)) => temps
             .into_iter()
@@ -153,6 +145,23 @@ pub(crate) fn settle(
         // does not parse was not written by turnback, and names nothing this
         // module may delete.
         Err(_) => Vec::new(),
+    })
+}
+
+/// Settles what a dead revert left (see the module's documentation), for a
+/// caller holding the session's exclusive lock and the file locks of `held`.
+/// `idx` is the index as on disk now. Best effort: what it cannot settle now
+/// (a file whose lock is busy) keeps the marker for the next lock holder.
+/// `holder` names the caller in the lock it may take on a file's directory.
+pub(crate) fn settle(
+    store: &Store,
+    dir: &SessionDir,
+    holder: &str,
+    idx: &Index,
+    held: Option<&BTreeSet<PathBuf>>,
+) {
+    let Some(files) = read(dir) else {
+        return;
     };
     let mut pending = false;
     for f in &files {
