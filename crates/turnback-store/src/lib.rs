@@ -104,6 +104,8 @@ mod journal;
 mod layout;
 mod lock;
 mod marker;
+mod recovery;
+mod restore;
 mod retention;
 mod revert;
 mod session;

@@ -15,22 +15,19 @@
 //! hold: a revert run again after the crash starts from the beginning, and its
 //! redo puts back every file.
 //!
-//! This module never puts back a file that is not exactly as the dead revert
-//! left it (someone changed it since: it stays), and never waits for a file's
-//! lock while the caller holds the session's (it only tries; a file whose lock
-//! is busy keeps the marker for the next time).
-
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+//! This module is the marker's format: writing it, reading it (either
+//! version), removing it. Settling a dead revert's marker is `recovery.rs`'s,
+//! which never puts back a file that is not exactly as the dead revert left
+//! it (someone changed it since: it stays), and never waits for a file's lock
+//! while the caller holds the session's (it only tries; a file whose lock is
+//! busy keeps the marker for the next time).
 
 use serde::{Deserialize, Serialize};
 
 use crate::durable::{self, Durability};
 use crate::error::Result;
-use crate::index::{FileState, Index, WorkspaceRoot, is_relative_path, is_temp_name};
+use crate::index::{FileState, Index, WorkspaceRoot};
 use crate::layout::SessionDir;
-use crate::store::Store;
-use crate::workspace::Workspace;
 
 /// The marker as written since format 3 kept what each file held.
 #[derive(Serialize, Deserialize)]
@@ -71,7 +68,7 @@ pub(crate) enum DoneWhen {
 }
 
 impl DoneWhen {
-    fn holds(&self, idx: &Index) -> bool {
+    pub(crate) fn holds(&self, idx: &Index) -> bool {
         match self {
             DoneWhen::EntriesGone(seqs) => seqs.iter().all(|&s| idx.entry(s).is_none()),
             DoneWhen::RecordGone(id) => !idx.history.iter().any(|r| r.id == *id),
@@ -146,65 +143,6 @@ pub(crate) fn read(dir: &SessionDir) -> Option<Vec<MarkedFile>> {
         // module may delete.
         Err(_) => Vec::new(),
     })
-}
-
-/// Settles what a dead revert left (see the module's documentation), for a
-/// caller holding the session's exclusive lock and the file locks of `held`.
-/// `idx` is the index as on disk now. Best effort: what it cannot settle now
-/// (a file whose lock is busy) keeps the marker for the next lock holder.
-/// `holder` names the caller in the lock it may take on a file's directory.
-pub(crate) fn settle(
-    store: &Store,
-    dir: &SessionDir,
-    holder: &str,
-    idx: &Index,
-    held: Option<&BTreeSet<PathBuf>>,
-) {
-    let Some(files) = read(dir) else {
-        return;
-    };
-    let mut pending = false;
-    for f in &files {
-        if !is_relative_path(&f.path) || !is_temp_name(&f.temp) {
-            continue;
-        }
-        let Ok(ws) = Workspace::reopen(&f.workspace) else {
-            continue;
-        };
-        let file = ws.root().join(&f.path);
-        let _guard = if held.is_some_and(|h| h.contains(&file)) {
-            None
-        } else {
-            match store.try_lock_file(&file) {
-                Some(guard) => Some(guard),
-                None => {
-                    pending = true;
-                    continue;
-                }
-            }
-        };
-        if let Ok(Some(parent)) = ws.parent_of(&f.path, false) {
-            parent.remove_temp(&f.temp);
-        }
-        if f.done_when.holds(idx) {
-            continue;
-        }
-        let Some(found) = &f.overwritten else {
-            continue;
-        };
-        let Ok(now) = ws.current_state(&f.path) else {
-            continue;
-        };
-        if now.same_state(&f.target) && !now.same_state(found) {
-            // Best effort: a backup that cannot be read back leaves the file
-            // at the revert's target, which is a version the session holds.
-            let _ =
-                crate::revert::write_state(store, dir, holder, &ws, &f.path, found, f.temp.clone());
-        }
-    }
-    if !pending {
-        remove(dir);
-    }
 }
 
 #[cfg(test)]

@@ -2,13 +2,11 @@
 //! contents prepared and verified, what each file holds backed up, and the
 //! files replaced or deleted; and writing one file back from a backup.
 
-use crate::blobs::Blobs;
 use crate::error::{Error, Result};
 use crate::index::FileState;
-use crate::layout::SessionDir;
 use crate::marker::{self, DoneWhen, MarkedFile};
+use crate::restore::restore_contents;
 use crate::session::Session;
-use crate::store::Store;
 use crate::workspace::{NewContents, Parent, Workspace};
 
 use super::backups::keep_current;
@@ -214,41 +212,6 @@ fn prepare<'a>(
     )
 }
 
-/// New contents for the file of `parent` that hold `state`: its backup (in
-/// `blobs`, of session `session`), copied beside the file through the
-/// temporary `temp` and verified against its hash before anything is done
-/// with them, with its mode and owner. `before_naming` runs first where the
-/// temporary gets its name at once ([`NewContents::create_named_then`]).
-pub(crate) fn restore_contents<'a>(
-    blobs: &Blobs,
-    session: &str,
-    parent: &'a Parent,
-    state: &FileState,
-    temp: String,
-    before_naming: impl FnOnce() -> Result<()>,
-) -> Result<NewContents<'a>> {
-    let hash = state.sha256.as_deref().expect("a file to write back");
-    let mut backup = blobs.open_backup(session, &parent.rel, hash)?;
-    let source = backup.blob_path();
-    let mut new = NewContents::create_named_then(parent, 0o600, temp, before_naming)?;
-    let (actual, _) = new.fill(backup.file(), &source)?;
-    backup.verify(&actual)?;
-    new.keep_owner(owners_for(state, parent));
-    new.seal(state.mode)?;
-    Ok(new)
-}
-
-/// Who a restored file should belong to: the owner recorded with its backup,
-/// else that of the file it replaces (else the process's, and then
-/// `NewContents::keep_owner` drops setuid and setgid).
-fn owners_for(target: &FileState, parent: &Parent) -> Vec<(u32, u32)> {
-    target
-        .owner()
-        .into_iter()
-        .chain(parent.target_owner())
-        .collect()
-}
-
 /// Puts the prepared contents in place, or deletes a file whose target is
 /// absence; a file already at its target is left alone.
 fn replace(p: &FilePlan, new: Option<NewContents>) -> Result<()> {
@@ -281,33 +244,4 @@ fn remove_temps(p: &FilePlan) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Makes `rel` in `ws` hold `state`: its contents from the session's backup,
-/// verified against their hash before they replace anything (through the
-/// temporary `temp`), with its mode; or no file at all.
-pub(crate) fn write_state(
-    store: &Store,
-    dir: &SessionDir,
-    holder: &str,
-    ws: &Workspace,
-    rel: &str,
-    state: &FileState,
-    temp: String,
-) -> Result<()> {
-    if state.sha256.is_none() {
-        if let Some(parent) = ws.parent_of(rel, false)?
-            && parent.target_kind(ws.root())?.exists()
-        {
-            parent.remove_target()?;
-        }
-        return Ok(());
-    }
-    let _dir_lock = store.lock_parent_dir(ws, rel, holder)?;
-    let parent = ws
-        .parent_of(rel, true)?
-        .expect("parent_of creates what is missing");
-    parent.target_kind(ws.root())?;
-    let new = restore_contents(&dir.blobs(), dir.id(), &parent, state, temp, || Ok(()))?;
-    new.replace_target()
 }

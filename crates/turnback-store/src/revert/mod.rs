@@ -33,7 +33,6 @@ mod rollback;
 mod run;
 mod select;
 
-pub(crate) use apply::write_state;
 pub use redo::REDO_OVERWRITE_MESSAGE;
 pub use report::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
 pub(crate) use rollback::rollback;

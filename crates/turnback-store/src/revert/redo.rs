@@ -73,7 +73,7 @@ impl Session {
                     if let Err(e) = applied.outcome {
                         // Nothing of the record is put back: the files redone so
                         // far go back to what the redo found, as after a crash.
-                        marker::settle(
+                        crate::recovery::settle_revert(
                             self.store(),
                             self.session_dir(),
                             &self.holder(),

@@ -15,7 +15,6 @@ use crate::layout::SessionDir;
 use crate::lock::{self, LockError, LockGuard, Mode};
 use crate::session_id;
 use crate::store::Store;
-use crate::workspace::Workspace;
 
 /// One session of a store. Cheap to clone (clones share one cache of the
 /// index and one hold on the session). While the session's directory exists,
@@ -292,50 +291,13 @@ impl Session {
         // it held the locks of its files, so no in-flight write is among them.
         let files = self.dir.index_files();
         journal::change(&mut cache, files, self.id(), Durability::Full, |idx| {
-            crate::marker::settle(&self.store, &self.dir, &self.holder(), idx, held);
-            settle_in_flight(&self.store, idx, held);
+            crate::recovery::settle_revert(&self.store, &self.dir, &self.holder(), idx, held);
+            crate::recovery::settle_in_flight(&self.store, idx, held);
             Ok(())
         })?;
         let out = journal::change_again(&mut cache, files, self.id(), durability, f)?;
         then();
         Ok(out)
-    }
-}
-
-/// Recovery for write-through changes whose process died between recording
-/// the entry and clearing its mark. An entry whose file lock is held belongs to
-/// a live writer and is left alone.
-pub(crate) fn settle_in_flight(store: &Store, idx: &mut Tracked, held: Option<&BTreeSet<PathBuf>>) {
-    for seq in idx.in_flight() {
-        let e = idx.entry(seq).expect("in flight").clone();
-        let file = e.absolute_path();
-        let _guard = if held.is_some_and(|h| h.contains(&file)) {
-            None
-        } else {
-            let Some(guard) = store.try_lock_file(&file) else {
-                continue;
-            };
-            Some(guard)
-        };
-        let Ok(ws) = Workspace::reopen(&e.workspace) else {
-            continue;
-        };
-        if let (Some(temp), Ok(Some(parent))) = (
-            e.in_flight.as_ref().and_then(|f| f.temp.as_deref()),
-            ws.parent_of(&e.path, false),
-        ) {
-            parent.remove_temp(temp);
-        }
-        let Ok(now) = ws.current_state(&e.path) else {
-            continue;
-        };
-        let done = e.after.as_ref().is_some_and(|a| now.same_contents(a));
-        if !done && now.same_contents(&e.before) {
-            idx.remove_entries(&[seq]);
-            store.remove_unused_dirs(&ws, &e.created_dirs);
-        } else if let Some(entry) = idx.entry_mut(seq) {
-            entry.in_flight = None;
-        }
     }
 }
 
@@ -371,6 +333,7 @@ impl Store {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::workspace::Workspace;
 
     pub(crate) fn setup() -> (tempfile::TempDir, tempfile::TempDir, Session, Workspace) {
         let home = tempfile::tempdir().unwrap();
