@@ -8,17 +8,15 @@ use time::OffsetDateTime;
 
 use crate::durable::Durability;
 use crate::error::{Error, Result};
-use crate::index::{Entry, FileState, RemovedDir};
+use crate::index::{Entry, FileState, RemovedDir, RevertRecord};
 use crate::journal::Tracked;
 use crate::marker::{self, DoneWhen};
 use crate::session::Session;
 use crate::workspace::Workspace;
 
-use super::apply::apply;
-use super::backups::check_backups;
-use super::plan::{FilePlan, classify, redo_plans, refuse_conflicts, report};
+use super::plan::{FilePlan, classify, redo_plans, report};
 use super::report::{FileStatus, RevertOptions, RevertReport};
-use super::run::Attempt;
+use super::run::{Attempt, preview, refuse_check_apply, retrying};
 
 /// The message id of the entry a forced redo records for each file it
 /// overwrote, so that an undo brings back what it found.
@@ -31,45 +29,41 @@ impl Session {
     /// forced redo overwrites is backed up and recorded as a change of its own
     /// (message [`REDO_OVERWRITE_MESSAGE`]), so that an undo brings it back.
     pub fn redo(&self, opts: RevertOptions) -> Result<RevertReport> {
-        for _ in 0..8 {
+        let newest = || -> Result<RevertRecord> {
             let record = self.view(|s| s.history.last().cloned())?;
-            let record = record.ok_or_else(|| Error::NothingToRedo {
+            record.ok_or_else(|| Error::NothingToRedo {
                 session: self.id().to_owned(),
-            })?;
-            if opts.dry_run {
-                let mut plans = redo_plans(&record);
-                classify(self, &mut plans)?;
-                return Ok(report(self, &plans, false));
-            }
+            })
+        };
+        if opts.dry_run {
+            return preview(self, redo_plans(&newest()?));
+        }
+        let select = || {
+            let record = newest()?;
             let files: BTreeSet<PathBuf> = record
                 .files
                 .iter()
                 .map(|f| f.workspace.path.join(&f.path))
                 .collect();
-            let _guards = self.lock_files(&files)?;
-            let id = record.id;
-            let outcome = self.mutate_holding_then(
+            Ok((record.id, files))
+        };
+        retrying(self, select, |id, files| {
+            self.mutate_holding_then(
                 Durability::Full,
-                Some(&files),
+                Some(files),
                 |idx| {
                     let Some(record) = idx.history.last().filter(|r| r.id == id).cloned() else {
                         return Ok(Attempt::Retry);
                     };
                     let mut plans = redo_plans(&record);
                     classify(self, &mut plans)?;
-                    if let Err(e) = refuse_conflicts(self, &plans, opts) {
-                        return Ok(Attempt::Done(Err(e)));
-                    }
-                    if let Err(e) = check_backups(self, &plans) {
-                        return Ok(Attempt::Done(Err(e)));
-                    }
-                    if let Err(e) = make_dirs(&record.removed_dirs) {
-                        return Ok(Attempt::Done(Err(e)));
-                    }
-                    let applied = match apply(self, &plans, true, |_| DoneWhen::RecordGone(id)) {
-                        Ok(a) => a,
-                        Err(e) => return Ok(Attempt::Done(Err(e))),
-                    };
+                    let record_gone = |_: &FilePlan| DoneWhen::RecordGone(id);
+                    let remake_dirs = || make_dirs(&record.removed_dirs);
+                    let applied =
+                        match refuse_check_apply(self, &plans, opts, record_gone, remake_dirs) {
+                            Ok(a) => a,
+                            Err(e) => return Ok(Attempt::Done(Err(e))),
+                        };
                     if let Err(e) = applied.outcome {
                         // Nothing of the record is put back: the files redone so
                         // far go back to what the redo found, as after a crash.
@@ -78,7 +72,7 @@ impl Session {
                             self.session_dir(),
                             &self.holder(),
                             idx,
-                            Some(&files),
+                            Some(files),
                         );
                         return Ok(Attempt::Done(Err(e)));
                     }
@@ -91,14 +85,7 @@ impl Session {
                     Ok(Attempt::Done(Ok(report(self, &plans, true))))
                 },
                 || marker::remove(self.session_dir()),
-            )?;
-            if let Attempt::Done(r) = outcome {
-                return r;
-            }
-        }
-        Err(Error::SessionBusy {
-            session: self.id().to_owned(),
-            waited: std::time::Duration::ZERO,
+            )
         })
     }
 }

@@ -1,6 +1,7 @@
-//! Running an undo, revert or rewind: taking the locks of its files (sorted),
-//! then planning, checking and applying it under the session's lock, and
-//! starting over when the selection took in another file meanwhile.
+//! Running a revert: the loop that takes the locks of its files (sorted) and
+//! starts over when the selection took in another file meanwhile, and the
+//! core under the session's lock (refuse, check the backups, apply) that an
+//! undo, revert or rewind shares with a redo.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -11,9 +12,9 @@ use crate::index::{Entry, Index};
 use crate::marker::{self, DoneWhen};
 use crate::session::Session;
 
-use super::apply::apply;
+use super::apply::{Applied, apply};
 use super::backups::check_backups;
-use super::plan::{classify, plan, refuse_conflicts, report};
+use super::plan::{FilePlan, classify, plan, refuse_conflicts, report};
 use super::record::record_revert;
 use super::report::{RevertOptions, RevertReport};
 
@@ -37,10 +38,66 @@ impl Kind {
     }
 }
 
+/// How one try of a revert under its locks ended.
 pub(super) enum Attempt {
     Done(Result<RevertReport>),
     /// The selection now includes a file whose lock this call does not hold.
     Retry,
+}
+
+/// How many times a revert starts over when its selection keeps taking in
+/// files whose locks it does not hold, before it gives up as busy.
+const TRIES: usize = 8;
+
+/// The loop every revert that can race with a change of its selection runs
+/// (undo, revert, rewind, redo): `select` reads, without the session's lock,
+/// what the revert will take and the files that concerns; their locks are
+/// taken (sorted, so two reverts cannot deadlock), and `attempt` runs with
+/// them, under the session's lock, saying [`Attempt::Retry`] if the selection
+/// changed in between to take in another file. After [`TRIES`] tries,
+/// [`Error::SessionBusy`].
+pub(super) fn retrying<C>(
+    session: &Session,
+    mut select: impl FnMut() -> Result<(C, BTreeSet<PathBuf>)>,
+    mut attempt: impl FnMut(C, &BTreeSet<PathBuf>) -> Result<Attempt>,
+) -> Result<RevertReport> {
+    for _ in 0..TRIES {
+        let (chosen, files) = select()?;
+        let _guards = session.lock_files(&files)?;
+        match attempt(chosen, &files)? {
+            Attempt::Done(r) => return r,
+            Attempt::Retry => continue,
+        }
+    }
+    Err(Error::SessionBusy {
+        session: session.id().to_owned(),
+        waited: std::time::Duration::ZERO,
+    })
+}
+
+/// The core of every revert [`retrying`] runs, under the session's lock and
+/// the locks of its files, once each file is classified: refuses on a
+/// conflict unless forced, checks every backup it will write, runs `before`
+/// (redo makes again the directories its revert removed), then applies the
+/// plans ([`apply`], the marker saying how the index tells each file done).
+/// The caller records what was applied and removes the marker.
+pub(super) fn refuse_check_apply<'p>(
+    session: &Session,
+    plans: &'p [FilePlan],
+    opts: RevertOptions,
+    done_when: impl Fn(&FilePlan) -> DoneWhen,
+    before: impl FnOnce() -> Result<()>,
+) -> Result<Applied<'p>> {
+    refuse_conflicts(session, plans, opts)?;
+    check_backups(session, plans)?;
+    before()?;
+    apply(session, plans, true, done_when)
+}
+
+/// What a revert would do, touching nothing: the plans, classified.
+pub(super) fn preview(session: &Session, mut plans: Vec<FilePlan>) -> Result<RevertReport> {
+    classify(session, &mut plans)?;
+    Ok(report(session, &plans, false))
 }
 
 /// Takes the locks of the selected files (sorted, so two reverts cannot
@@ -53,22 +110,19 @@ pub(crate) fn revert_entries(
     select: Select,
 ) -> Result<RevertReport> {
     if opts.dry_run {
-        let mut plans = session.view(|idx| select(idx).map(|seqs| plan(idx, &seqs)))??;
-        classify(session, &mut plans)?;
-        return Ok(report(session, &plans, false));
+        let plans = session.view(|idx| select(idx).map(|seqs| plan(idx, &seqs)))??;
+        return preview(session, plans);
     }
-    for _ in 0..8 {
-        let files = session.view(|idx| select(idx).map(|seqs| files_of(idx, &seqs)))??;
-        let _guards = session.lock_files(&files)?;
-        match attempt(session, opts, kind, select, &files)? {
-            Attempt::Done(r) => return r,
-            Attempt::Retry => continue,
-        }
-    }
-    Err(Error::SessionBusy {
-        session: session.id().to_owned(),
-        waited: std::time::Duration::ZERO,
-    })
+    retrying(
+        session,
+        || {
+            Ok((
+                (),
+                session.view(|idx| select(idx).map(|seqs| files_of(idx, &seqs)))??,
+            ))
+        },
+        |(), files| attempt(session, opts, kind, select, files),
+    )
 }
 
 /// The absolute paths of the files the entries `seqs` change.
@@ -80,6 +134,7 @@ fn files_of(idx: &Index, seqs: &[u64]) -> BTreeSet<PathBuf> {
         .collect()
 }
 
+/// One try of an undo, revert or rewind under the locks of `locked`.
 fn attempt(
     session: &Session,
     opts: RevertOptions,
@@ -97,15 +152,8 @@ fn attempt(
             }
             let mut plans = plan(idx, &seqs);
             classify(session, &mut plans)?;
-            if let Err(e) = refuse_conflicts(session, &plans, opts) {
-                return Ok(Attempt::Done(Err(e)));
-            }
-            if let Err(e) = check_backups(session, &plans) {
-                return Ok(Attempt::Done(Err(e)));
-            }
-            let applied = match apply(session, &plans, true, |p| {
-                DoneWhen::EntriesGone(p.seqs.clone())
-            }) {
+            let entries_gone = |p: &FilePlan| DoneWhen::EntriesGone(p.seqs.clone());
+            let applied = match refuse_check_apply(session, &plans, opts, entries_gone, || Ok(())) {
                 Ok(a) => a,
                 Err(e) => return Ok(Attempt::Done(Err(e))),
             };
