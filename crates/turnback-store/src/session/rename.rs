@@ -78,22 +78,13 @@ impl Session {
                 return Err(e);
             }
         };
-        if let Err(e) = from_parent
-            .dir
-            .rename(&from_parent.name, &to_parent.dir, &to_parent.name)
-        {
-            self.forget(workspace, &seqs, &to_parent.created, &mut dir_lock);
-            return Err(Error::io("move", workspace.root().join(&from_rel))(e));
-        }
-        let synced = crate::sys::fsync_dir(&to_parent.dir)
-            .and_then(|()| crate::sys::fsync_dir(&from_parent.dir));
-        if let Err(e) = synced {
-            // Moved, but perhaps not durably: let the files decide.
-            self.settle_held(&files);
-            return Err(Error::io(
-                "sync directory of",
-                workspace.root().join(&to_rel),
-            )(e));
+        if let Err(failed) = from_parent.move_target_to(&to_parent) {
+            match failed.visible {
+                // Moved, but perhaps not durably: let the files decide.
+                true => self.settle_held(&files),
+                false => self.forget(workspace, &seqs, &to_parent.created, &mut dir_lock),
+            }
+            return Err(failed.error);
         }
         self.land(&seqs);
         Ok(entries

@@ -111,6 +111,19 @@ impl Parent {
         Ok(())
     }
 
+    /// Moves the file to the name of `to` (in the same workspace), replacing
+    /// what is there, in one `rename`, then makes that durable (both
+    /// directories synced). On failure, says whether the file was moved
+    /// already (only a sync failed).
+    pub(crate) fn move_target_to(&self, to: &Parent) -> Result<(), Failed> {
+        self.dir
+            .rename(&self.name, &to.dir, &to.name)
+            .map_err(|e| Failed::untouched(Error::io("move", &self.display)(e)))?;
+        sys::fsync_dir(&to.dir)
+            .and_then(|()| sys::fsync_dir(&self.dir))
+            .map_err(|e| Failed::visible(Error::io("sync directory of", &to.display)(e)))
+    }
+
     /// Deletes a temporary this store made in this directory, if it is there.
     pub(crate) fn remove_temp(&self, temp: &str) {
         if self.dir.remove_file(temp).is_ok() {
