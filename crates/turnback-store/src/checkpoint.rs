@@ -11,6 +11,7 @@ use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::Entry;
 use crate::lock::LockGuard;
+use crate::relpath::RelPath;
 use crate::revert::{self, RevertOptions, RevertReport};
 use crate::session::{Draft, Session};
 use crate::workspace::Workspace;
@@ -23,7 +24,7 @@ use crate::workspace::Workspace;
 pub struct Checkpoint<'a> {
     session: &'a Session,
     workspace: &'a Workspace,
-    rel: String,
+    rel: RelPath,
     seq: u64,
     _lock: LockGuard,
 }
@@ -32,7 +33,7 @@ impl<'a> Checkpoint<'a> {
     pub(crate) fn new(
         session: &'a Session,
         workspace: &'a Workspace,
-        rel: String,
+        rel: RelPath,
         seq: u64,
         lock: LockGuard,
     ) -> Self {
@@ -52,12 +53,12 @@ impl<'a> Checkpoint<'a> {
 
     /// The file's real path relative to the workspace.
     pub fn path(&self) -> &str {
-        &self.rel
+        self.rel.as_str()
     }
 
     /// The file's absolute path.
     pub fn absolute_path(&self) -> PathBuf {
-        self.workspace.root().join(&self.rel)
+        self.rel.under(self.workspace.root())
     }
 
     /// Records the file as the write left it ("after") and releases the lock.
@@ -85,8 +86,8 @@ impl Session {
         path: impl AsRef<Path>,
         message_id: &str,
     ) -> Result<Checkpoint<'a>> {
-        let rel = workspace.resolve(path)?;
-        self.store().refuse_inside(&workspace.root().join(&rel))?;
+        let rel = workspace.resolve_rel(path)?;
+        self.store().refuse_inside(&rel.under(workspace.root()))?;
         let lock = self.lock_file(workspace, &rel)?;
         let before = self.back_up_checked(workspace, &rel)?;
         let created_dirs = workspace.missing_dirs(&rel);
@@ -111,8 +112,8 @@ impl Session {
     pub fn commit(&self, seq: u64) -> Result<Entry> {
         let entry = self.uncommitted(seq)?;
         let ws = Workspace::reopen(&entry.workspace)?;
-        let _lock = self.lock_file(&ws, &entry.path)?;
-        self.commit_locked(&ws, &entry.path, seq)
+        let _lock = self.lock_file(&ws, &entry.rel_path())?;
+        self.commit_locked(&ws, &entry.rel_path(), seq)
     }
 
     /// Rolls entry `seq` back: its file returns to "before" and the entry is
@@ -130,7 +131,7 @@ impl Session {
     pub fn rollback_with(&self, seq: u64, opts: RevertOptions) -> Result<RevertReport> {
         let entry = self.uncommitted(seq)?;
         let ws = Workspace::reopen(&entry.workspace)?;
-        let _lock = self.lock_file(&ws, &entry.path)?;
+        let _lock = self.lock_file(&ws, &entry.rel_path())?;
         let held = BTreeSet::from([entry.absolute_path()]);
         revert::rollback(self, seq, opts, &held)
     }
@@ -153,7 +154,7 @@ impl Session {
         Ok(entry)
     }
 
-    fn commit_locked(&self, ws: &Workspace, rel: &str, seq: u64) -> Result<Entry> {
+    fn commit_locked(&self, ws: &Workspace, rel: &RelPath, seq: u64) -> Result<Entry> {
         let after = ws.current_state(rel)?;
         self.mutate(Durability::Full, |idx| {
             let e = idx.entry_mut(seq).ok_or_else(|| Error::NoSuchEntry {
@@ -171,8 +172,8 @@ impl Session {
         })
     }
 
-    fn rollback_locked(&self, ws: &Workspace, rel: &str, seq: u64) -> Result<()> {
-        let held = BTreeSet::from([ws.root().join(rel)]);
+    fn rollback_locked(&self, ws: &Workspace, rel: &RelPath, seq: u64) -> Result<()> {
+        let held = BTreeSet::from([rel.under(ws.root())]);
         revert::rollback(self, seq, RevertOptions::default(), &held).map(drop)
     }
 }

@@ -12,6 +12,7 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState};
+use crate::relpath::RelPath;
 use crate::revert::FileRevert;
 use crate::session::Session;
 use crate::workspace::Workspace;
@@ -92,8 +93,9 @@ impl Session {
         let mut out = Vec::new();
         for e in oldest {
             let ws = Workspace::reopen(&e.workspace)?;
-            let now = ws.current_state(&e.path)?;
-            let d = self.compare(&ws, &e.path, &e.before, Side::Blob, &now, Side::Workspace)?;
+            let rel = e.rel_path();
+            let now = ws.current_state(&rel)?;
+            let d = self.compare(&ws, &rel, &e.before, Side::Blob, &now, Side::Workspace)?;
             if d.body != DiffBody::Same {
                 out.push(d);
             }
@@ -119,21 +121,20 @@ impl Session {
                 seq,
             })?;
         let ws = Workspace::reopen(&entry.workspace)?;
-        let now = ws.current_state(&file.path)?;
-        self.compare(
-            &ws,
-            &file.path,
-            &now,
-            Side::Workspace,
-            &file.target,
-            Side::Blob,
-        )
+        // A report may come from anywhere: its path is checked here.
+        let rel = RelPath::new(&file.path).ok_or_else(|| Error::OutsideWorkspace {
+            path: file.path.clone().into(),
+            workspace: ws.root().to_owned(),
+            via_link: None,
+        })?;
+        let now = ws.current_state(&rel)?;
+        self.compare(&ws, &rel, &now, Side::Workspace, &file.target, Side::Blob)
     }
 
     fn compare(
         &self,
         ws: &Workspace,
-        rel: &str,
+        rel: &RelPath,
         old: &FileState,
         old_side: Side,
         new: &FileState,
@@ -161,7 +162,7 @@ impl Session {
         };
         Ok(FileDiff {
             workspace: ws.root().to_owned(),
-            path: rel.to_owned(),
+            path: rel.to_string(),
             old: old.clone(),
             new: new.clone(),
             body,
@@ -172,7 +173,7 @@ impl Session {
     fn read_side(
         &self,
         ws: &Workspace,
-        rel: &str,
+        rel: &RelPath,
         state: &FileState,
         side: Side,
     ) -> Result<Option<Vec<u8>>> {
@@ -181,7 +182,7 @@ impl Session {
         };
         let (mut reader, display): (Box<dyn Read>, PathBuf) = match side {
             Side::Blob => {
-                let backup = self.blobs().open_backup(self.id(), rel, hash)?;
+                let backup = self.blobs().open_backup(self.id(), rel.as_str(), hash)?;
                 let path = backup.blob_path();
                 (Box::new(backup.into_file()), path)
             }

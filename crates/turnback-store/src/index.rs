@@ -13,6 +13,7 @@ use time::OffsetDateTime;
 use crate::durable::{self, Durability};
 use crate::error::{Error, Result};
 use crate::hash::is_sha256_hex;
+use crate::relpath::{RelPath, is_relative_path, is_temp_name};
 
 /// The format version this build writes and the newest it reads. Format 1 had
 /// no turns, no revert history and no read marks; format 2 had no journal
@@ -232,6 +233,13 @@ pub struct ReadMark {
     pub state: FileState,
 }
 
+impl RevertedFile {
+    /// The file's absolute path (root joined with the relative path).
+    pub(crate) fn absolute_path(&self) -> PathBuf {
+        self.workspace.path.join(&self.path)
+    }
+}
+
 impl Entry {
     /// The file's absolute path (root joined with the relative path).
     pub fn absolute_path(&self) -> PathBuf {
@@ -241,6 +249,12 @@ impl Entry {
     /// True when the entry was committed: its "after" is known.
     pub fn is_committed(&self) -> bool {
         self.after.is_some()
+    }
+
+    /// The file's path relative to the root, as the store walks it (the
+    /// index checked it when it read it).
+    pub(crate) fn rel_path(&self) -> RelPath {
+        RelPath::checked(&self.path)
     }
 }
 
@@ -430,24 +444,6 @@ fn check_state(s: &FileState) -> std::result::Result<(), String> {
     }
 }
 
-/// A workspace-relative path as the index stores it: `/`-separated names, none
-/// empty, `.` or `..`, no NUL.
-pub(crate) fn is_relative_path(p: &str) -> bool {
-    !p.is_empty()
-        && !p.contains('\0')
-        && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
-}
-
-/// The prefix of every temporary name turnback makes in a workspace.
-pub(crate) const TEMP_PREFIX: &str = ".turnback-";
-
-pub(crate) fn is_temp_name(name: &str) -> bool {
-    name.starts_with(TEMP_PREFIX)
-        && name.ends_with(".tmp")
-        && !name.contains('/')
-        && name.len() < 64
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -574,13 +570,5 @@ pub(crate) mod tests {
         assert!(text.contains(r#""uid":1234,"gid":99"#), "{text}");
         assert_eq!(serde_json::from_str::<FileState>(&text).unwrap(), owned);
         assert_eq!(owned.owner(), Some((1234, 99)));
-    }
-
-    #[test]
-    fn relative_path_rules() {
-        assert!(is_relative_path("a/b.txt"));
-        for bad in ["", "/a", "a//b", "a/./b", "a/../b", "..", "a/"] {
-            assert!(!is_relative_path(bad), "{bad:?}");
-        }
     }
 }

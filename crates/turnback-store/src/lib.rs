@@ -105,6 +105,7 @@ mod layout;
 mod lock;
 mod marker;
 mod recovery;
+mod relpath;
 mod restore;
 mod retention;
 mod revert;

@@ -17,10 +17,11 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::index::{Index, is_relative_path, is_temp_name};
+use crate::index::Index;
 use crate::journal::Tracked;
 use crate::layout::SessionDir;
 use crate::marker;
+use crate::relpath::{RelPath, is_temp_name};
 use crate::restore::write_state;
 use crate::store::Store;
 use crate::workspace::Workspace;
@@ -42,13 +43,14 @@ pub(crate) fn settle_revert(
     };
     let mut pending = false;
     for f in &files {
-        if !is_relative_path(&f.path) || !is_temp_name(&f.temp) {
+        // The marker is not the index: its paths are checked here.
+        let Some(rel) = RelPath::new(&f.path).filter(|_| is_temp_name(&f.temp)) else {
             continue;
-        }
+        };
         let Ok(ws) = Workspace::reopen(&f.workspace) else {
             continue;
         };
-        let file = ws.root().join(&f.path);
+        let file = rel.under(ws.root());
         let _guard = if held.is_some_and(|h| h.contains(&file)) {
             None
         } else {
@@ -60,7 +62,7 @@ pub(crate) fn settle_revert(
                 }
             }
         };
-        if let Ok(Some(parent)) = ws.parent_of(&f.path, false) {
+        if let Ok(Some(parent)) = ws.parent_of(&rel, false) {
             parent.remove_temp(&f.temp);
         }
         if f.done_when.holds(idx) {
@@ -69,13 +71,13 @@ pub(crate) fn settle_revert(
         let Some(found) = &f.overwritten else {
             continue;
         };
-        let Ok(now) = ws.current_state(&f.path) else {
+        let Ok(now) = ws.current_state(&rel) else {
             continue;
         };
         if now.same_state(&f.target) && !now.same_state(found) {
             // Best effort: a backup that cannot be read back leaves the file
             // at the revert's target, which is a version the session holds.
-            let _ = write_state(store, dir, holder, &ws, &f.path, found, f.temp.clone());
+            let _ = write_state(store, dir, holder, &ws, &rel, found, f.temp.clone());
         }
     }
     if !pending {
@@ -101,19 +103,21 @@ pub(crate) fn settle_in_flight(store: &Store, idx: &mut Tracked, held: Option<&B
         let Ok(ws) = Workspace::reopen(&e.workspace) else {
             continue;
         };
+        let rel = e.rel_path();
         if let (Some(temp), Ok(Some(parent))) = (
             e.in_flight.as_ref().and_then(|f| f.temp.as_deref()),
-            ws.parent_of(&e.path, false),
+            ws.parent_of(&rel, false),
         ) {
             parent.remove_temp(temp);
         }
-        let Ok(now) = ws.current_state(&e.path) else {
+        let Ok(now) = ws.current_state(&rel) else {
             continue;
         };
         let done = e.after.as_ref().is_some_and(|a| now.same_contents(a));
         if !done && now.same_contents(&e.before) {
             idx.remove_entries(&[seq]);
-            store.remove_unused_dirs(&ws, &e.created_dirs);
+            let made: Vec<RelPath> = e.created_dirs.iter().map(|d| RelPath::checked(d)).collect();
+            store.remove_unused_dirs(&ws, &made);
         } else if let Some(entry) = idx.entry_mut(seq) {
             entry.in_flight = None;
         }

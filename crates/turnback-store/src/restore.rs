@@ -6,6 +6,7 @@ use crate::blobs::Blobs;
 use crate::error::Result;
 use crate::index::FileState;
 use crate::layout::SessionDir;
+use crate::relpath::RelPath;
 use crate::store::Store;
 use crate::workspace::{NewContents, Parent, Workspace};
 
@@ -23,7 +24,7 @@ pub(crate) fn restore_contents<'a>(
     before_naming: impl FnOnce() -> Result<()>,
 ) -> Result<NewContents<'a>> {
     let hash = state.sha256.as_deref().expect("a file to write back");
-    let mut backup = blobs.open_backup(session, &parent.rel, hash)?;
+    let mut backup = blobs.open_backup(session, parent.rel.as_str(), hash)?;
     let source = backup.blob_path();
     let mut new = NewContents::create_named_then(parent, 0o600, temp, before_naming)?;
     let (actual, _) = new.fill(backup.file(), &source)?;
@@ -52,7 +53,7 @@ pub(crate) fn write_state(
     dir: &SessionDir,
     holder: &str,
     ws: &Workspace,
-    rel: &str,
+    rel: &RelPath,
     state: &FileState,
     temp: String,
 ) -> Result<()> {

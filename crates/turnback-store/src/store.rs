@@ -12,6 +12,7 @@ use crate::home;
 use crate::index::{Entry, Index};
 use crate::layout::{LOCKS_DIR, SESSIONS_DIR, SessionDir};
 use crate::lock::{self, LockDir, LockError, LockGuard, Mode};
+use crate::relpath::RelPath;
 use crate::session_id;
 use crate::trust::{self, Tightened};
 use crate::workspace::Workspace;
@@ -397,13 +398,13 @@ impl Store {
     pub(crate) fn lock_parent_dir(
         &self,
         workspace: &Workspace,
-        rel: &str,
+        rel: &RelPath,
         holder: &str,
     ) -> Result<Option<LockGuard>> {
-        let Some((dir, _)) = rel.rsplit_once('/') else {
+        let Some(dir) = rel.parent() else {
             return Ok(None);
         };
-        let dir = workspace.root().join(dir);
+        let dir = dir.under(workspace.root());
         let path = self.locks.dir_lock_path(&dir);
         self.take_lock(&path, &dir, Mode::Shared, holder).map(Some)
     }
@@ -427,8 +428,12 @@ impl Store {
 
     /// Removes the directories `dirs` of `workspace` (outermost first) that
     /// are empty and that no writer is using.
-    pub(crate) fn remove_unused_dirs(&self, workspace: &Workspace, dirs: &[String]) -> Vec<String> {
-        workspace.remove_empty_dirs(dirs, |d| self.try_lock_dir(&workspace.root().join(d)))
+    pub(crate) fn remove_unused_dirs(
+        &self,
+        workspace: &Workspace,
+        dirs: &[RelPath],
+    ) -> Vec<RelPath> {
+        workspace.remove_empty_dirs(dirs, |d| self.try_lock_dir(&d.under(workspace.root())))
     }
 
     /// Takes the lock at `path` (in `<home>/locks/`), of the workspace file or
@@ -453,7 +458,7 @@ impl Store {
 fn touches_under(r: &crate::index::RevertRecord, dir: &Path) -> bool {
     r.files
         .iter()
-        .map(|f| f.workspace.path.join(&f.path))
+        .map(crate::index::RevertedFile::absolute_path)
         .chain(r.entries.iter().map(Entry::absolute_path))
         .any(|f| f.starts_with(dir))
 }

@@ -48,7 +48,7 @@ pub(super) fn apply<'p>(
     }
     let temps: Vec<String> = plans
         .iter()
-        .map(|_| crate::workspace::new_temp_name())
+        .map(|_| crate::relpath::new_temp_name())
         .collect();
     // Each touched plan's place in the marker.
     let mut slot = Vec::with_capacity(plans.len());
@@ -58,7 +58,7 @@ pub(super) fn apply<'p>(
         if p.touches() {
             marked.push(MarkedFile {
                 workspace: p.root.clone(),
-                path: p.rel.clone(),
+                path: p.rel.to_string(),
                 temp: temp.clone(),
                 target: p.target.clone(),
                 overwritten: None,

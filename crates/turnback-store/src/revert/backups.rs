@@ -22,11 +22,11 @@ pub(super) fn check_backups(session: &Session, plans: &[FilePlan]) -> Result<()>
     let blobs = session.blobs();
     for (p, hash) in &writes {
         if to_touch <= 1 {
-            blobs.check_present(session.id(), &p.rel, hash)?;
+            blobs.check_present(session.id(), p.rel.as_str(), hash)?;
             continue;
         }
         blobs
-            .open_backup(session.id(), &p.rel, hash)?
+            .open_backup(session.id(), p.rel.as_str(), hash)?
             .verify_whole()?;
     }
     Ok(())

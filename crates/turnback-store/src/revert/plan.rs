@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
 use crate::index::{Entry, FileState, Index, RevertRecord, WorkspaceRoot};
+use crate::relpath::RelPath;
 use crate::session::Session;
 use crate::workspace::Workspace;
 
@@ -14,7 +15,7 @@ use super::report::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertR
 /// A file's part of a revert.
 pub(super) struct FilePlan {
     pub(super) root: WorkspaceRoot,
-    pub(super) rel: String,
+    pub(super) rel: RelPath,
     /// The entries reverted for this file, newest first.
     pub(super) seqs: Vec<u64>,
     /// What the file is restored to.
@@ -22,7 +23,7 @@ pub(super) struct FilePlan {
     /// What the session left the file as (the newest entry's "after"); `None`
     /// when that change was never committed.
     pub(super) expected: Option<FileState>,
-    pub(super) created_dirs: Vec<String>,
+    pub(super) created_dirs: Vec<RelPath>,
     pub(super) temps: Vec<String>,
     pub(super) status: FileStatus,
     /// The file as the check found it.
@@ -31,7 +32,7 @@ pub(super) struct FilePlan {
 
 impl FilePlan {
     pub(super) fn file(&self) -> PathBuf {
-        self.root.path.join(&self.rel)
+        self.rel.under(&self.root.path)
     }
 
     pub(super) fn touches(&self) -> bool {
@@ -55,16 +56,16 @@ pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
             Some(p) => {
                 p.seqs.push(e.seq);
                 p.target = e.before.clone();
-                p.created_dirs = e.created_dirs.clone();
+                p.created_dirs = e.created_dirs.iter().map(|d| RelPath::checked(d)).collect();
                 p.temps.extend(temp);
             }
             None => plans.push(FilePlan {
                 root: e.workspace.clone(),
-                rel: e.path.clone(),
+                rel: e.rel_path(),
                 seqs: vec![e.seq],
                 target: e.before.clone(),
                 expected: e.after.clone(),
-                created_dirs: e.created_dirs.clone(),
+                created_dirs: e.created_dirs.iter().map(|d| RelPath::checked(d)).collect(),
                 temps: temp.into_iter().collect(),
                 status: FileStatus::Safe,
                 now: FileState::absent(),
@@ -81,7 +82,7 @@ pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
         .files
         .iter()
         .filter_map(|f| {
-            let file = f.workspace.path.join(&f.path);
+            let file = f.absolute_path();
             let mut seqs: Vec<u64> = record
                 .entries
                 .iter()
@@ -91,7 +92,7 @@ pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
             seqs.sort_by_key(|s| std::cmp::Reverse(*s));
             Some(FilePlan {
                 root: f.workspace.clone(),
-                rel: f.path.clone(),
+                rel: RelPath::checked(&f.path),
                 seqs,
                 target: f.overwritten.clone()?,
                 expected: Some(f.restored.clone()),
@@ -163,7 +164,7 @@ pub(super) fn refuse_conflicts(
         .filter(|p| p.status.is_conflict())
         .map(|p| Conflict {
             workspace: p.root.path.clone(),
-            path: p.rel.clone(),
+            path: p.rel.to_string(),
             seq: p.seqs.first().copied().unwrap_or(0),
             reason: match &p.status {
                 FileStatus::ChangedSince { by } => ConflictReason::ChangedSince { by: by.clone() },
@@ -188,7 +189,7 @@ pub(super) fn report(session: &Session, plans: &[FilePlan], applied: bool) -> Re
             .iter()
             .map(|p| FileRevert {
                 workspace: p.root.path.clone(),
-                path: p.rel.clone(),
+                path: p.rel.to_string(),
                 seqs: p.seqs.clone(),
                 action: if p.target.exists {
                     RevertAction::Write {

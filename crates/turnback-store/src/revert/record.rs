@@ -5,6 +5,7 @@ use time::OffsetDateTime;
 
 use crate::index::{Entry, FileState, RemovedDir, RevertRecord, RevertedFile, WorkspaceRoot};
 use crate::journal::Tracked;
+use crate::relpath::RelPath;
 use crate::session::Session;
 use crate::workspace::Workspace;
 
@@ -40,7 +41,7 @@ pub(super) fn record_revert(
         .iter()
         .map(|(p, found)| RevertedFile {
             workspace: p.root.clone(),
-            path: p.rel.clone(),
+            path: p.rel.to_string(),
             overwritten: match p.status {
                 FileStatus::AlreadyReverted => Some(p.target.clone()),
                 _ => found.clone(),
@@ -64,7 +65,7 @@ pub(super) fn record_revert(
 /// returns those removed, for redo to make again.
 pub(super) fn remove_created_dirs(session: &Session, restored: &[&FilePlan]) -> Vec<RemovedDir> {
     let mut removed = Vec::new();
-    let mut by_root: Vec<(&WorkspaceRoot, Vec<&String>)> = Vec::new();
+    let mut by_root: Vec<(&WorkspaceRoot, Vec<&RelPath>)> = Vec::new();
     for p in restored.iter().filter(|p| !p.target.exists) {
         match by_root.iter_mut().find(|(r, _)| *r == &p.root) {
             Some((_, dirs)) => dirs.extend(&p.created_dirs),
@@ -76,14 +77,14 @@ pub(super) fn remove_created_dirs(session: &Session, restored: &[&FilePlan]) -> 
             continue;
         };
         // Outermost first, as remove_empty_dirs expects (it works from the end).
-        dirs.sort_by_key(|d| (d.matches('/').count(), d.as_str()));
+        dirs.sort_by_key(|d| (d.depth(), d.as_str()));
         dirs.dedup();
         let gone = session
             .store()
             .remove_unused_dirs(&ws, &dirs.into_iter().cloned().collect::<Vec<_>>());
         removed.extend(gone.into_iter().map(|path| RemovedDir {
             workspace: root.clone(),
-            path,
+            path: path.into(),
         }));
     }
     removed

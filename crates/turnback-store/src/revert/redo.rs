@@ -8,9 +8,10 @@ use time::OffsetDateTime;
 
 use crate::durable::Durability;
 use crate::error::{Error, Result};
-use crate::index::{Entry, FileState, RemovedDir, RevertRecord};
+use crate::index::{Entry, FileState, RemovedDir, RevertRecord, RevertedFile};
 use crate::journal::Tracked;
 use crate::marker::{self, DoneWhen};
+use crate::relpath::RelPath;
 use crate::session::Session;
 use crate::workspace::Workspace;
 
@@ -43,7 +44,7 @@ impl Session {
             let files: BTreeSet<PathBuf> = record
                 .files
                 .iter()
-                .map(|f| f.workspace.path.join(&f.path))
+                .map(RevertedFile::absolute_path)
                 .collect();
             Ok((record.id, files))
         };
@@ -114,7 +115,7 @@ fn record_overwrites(idx: &mut Tracked, restored: &[(&FilePlan, Option<FileState
             seq: idx.take_seq(),
             message_id: REDO_OVERWRITE_MESSAGE.to_owned(),
             workspace: p.root.clone(),
-            path: p.rel.clone(),
+            path: p.rel.to_string(),
             version,
             time: OffsetDateTime::now_utc(),
             before: found.clone(),
@@ -134,7 +135,9 @@ fn record_overwrites(idx: &mut Tracked, restored: &[(&FilePlan, Option<FileState
 fn make_dirs(dirs: &[RemovedDir]) -> Result<()> {
     for d in dirs {
         let ws = Workspace::reopen(&d.workspace)?;
-        ws.parent_of(&format!("{}/x", d.path), true)?;
+        // Walked to as to a file in it, which makes every directory on the way.
+        let inside = RelPath::checked(&d.path).child("x").expect("a plain name");
+        ws.parent_of(&inside, true)?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 use crate::lock::{LockGuard, Mode};
+use crate::relpath::RelPath;
 use crate::workspace::Workspace;
 
 use super::handle::Session;
@@ -27,8 +28,8 @@ impl Session {
     }
 
     /// Takes the lock shared by every session on one real file.
-    pub(crate) fn lock_file(&self, workspace: &Workspace, rel: &str) -> Result<LockGuard> {
-        self.lock_file_at(&workspace.root().join(rel))
+    pub(crate) fn lock_file(&self, workspace: &Workspace, rel: &RelPath) -> Result<LockGuard> {
+        self.lock_file_at(&rel.under(workspace.root()))
     }
 
     /// Takes the lock of the file at the absolute real path `file`.
@@ -42,7 +43,7 @@ impl Session {
     pub(crate) fn lock_parent_dir(
         &self,
         workspace: &Workspace,
-        rel: &str,
+        rel: &RelPath,
     ) -> Result<Option<LockGuard>> {
         self.store.lock_parent_dir(workspace, rel, &self.holder())
     }

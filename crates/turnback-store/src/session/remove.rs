@@ -18,11 +18,11 @@ impl Session {
         path: impl AsRef<Path>,
         message_id: &str,
     ) -> Result<Entry> {
-        let rel = workspace.resolve(path)?;
-        self.store.refuse_inside(&workspace.root().join(&rel))?;
+        let rel = workspace.resolve_rel(path)?;
+        self.store.refuse_inside(&rel.under(workspace.root()))?;
         let _lock = self.lock_file(workspace, &rel)?;
         let before = self.back_up_checked(workspace, &rel)?;
-        let display = workspace.root().join(&rel);
+        let display = rel.under(workspace.root());
         let parent = match workspace.parent_of(&rel, false)? {
             Some(p) if before.exists => p,
             _ => return Err(Error::FileNotFound { path: display }),

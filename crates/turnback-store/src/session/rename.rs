@@ -24,17 +24,15 @@ impl Session {
         to: impl AsRef<Path>,
         message_id: &str,
     ) -> Result<Vec<Entry>> {
-        let from_rel = workspace.resolve(&from)?;
-        let to_rel = workspace.resolve(&to)?;
+        let from_rel = workspace.resolve_rel(&from)?;
+        let to_rel = workspace.resolve_rel(&to)?;
+        let root = workspace.root();
         for rel in [&from_rel, &to_rel] {
-            self.store.refuse_inside(&workspace.root().join(rel))?;
+            self.store.refuse_inside(&rel.under(root))?;
         }
-        let files = BTreeSet::from([
-            workspace.root().join(&from_rel),
-            workspace.root().join(&to_rel),
-        ]);
+        let files = BTreeSet::from([from_rel.under(root), to_rel.under(root)]);
         if files.len() == 1 {
-            return Err(Error::io("move", workspace.root().join(&to_rel))(
+            return Err(Error::io("move", to_rel.under(root))(
                 std::io::Error::other("it is the same file as the source"),
             ));
         }
@@ -45,7 +43,7 @@ impl Session {
             Some(p) if before_from.exists => p,
             _ => {
                 return Err(Error::FileNotFound {
-                    path: workspace.root().join(&from_rel),
+                    path: from_rel.under(root),
                 });
             }
         };

@@ -29,16 +29,17 @@ use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState, InFlight};
 use crate::lock::LockGuard;
+use crate::relpath::RelPath;
 use crate::workspace::{NewContents, OpenFile, Workspace};
 
 use super::handle::Session;
 
 /// An entry about to be recorded.
 pub(crate) struct Draft {
-    pub(crate) rel: String,
+    pub(crate) rel: RelPath,
     pub(crate) before: FileState,
     pub(crate) after: Option<FileState>,
-    pub(crate) created_dirs: Vec<String>,
+    pub(crate) created_dirs: Vec<RelPath>,
     pub(crate) in_flight: Option<InFlight>,
 }
 
@@ -106,8 +107,8 @@ impl Session {
         message_id: &str,
         expected: &Expected,
     ) -> Result<Entry> {
-        let rel = workspace.resolve(path)?;
-        self.store.refuse_inside(&workspace.root().join(&rel))?;
+        let rel = workspace.resolve_rel(path)?;
+        self.store.refuse_inside(&rel.under(workspace.root()))?;
         let _lock = self.lock_file(workspace, &rel)?;
         // Before the directories are looked at: none of them may go while
         // the new contents are made in the last.
@@ -156,7 +157,7 @@ impl Session {
         let old_mode = old.as_ref().map(|f| f.mode);
         let old_owner: Vec<(u32, u32)> = old.iter().map(|f| f.owner).collect();
         let known = early.as_ref().map(|e| e.before.clone());
-        let display = workspace.root().join(&rel);
+        let display = rel.under(workspace.root());
         let mut prepare = || {
             NewContents::create(&parent, 0o666).and_then(|mut new| {
                 let (sha256, size) = new.fill(&mut contents, Path::new("the new contents"))?;
@@ -279,7 +280,7 @@ impl Session {
         seq: u64,
         after: FileState,
         in_flight: InFlight,
-        created: &[String],
+        created: &[RelPath],
     ) -> Result<Entry> {
         self.mutate(Durability::Full, |idx| {
             let e = idx.entry_mut(seq).ok_or_else(|| Error::NoSuchEntry {
@@ -288,7 +289,7 @@ impl Session {
             })?;
             e.after = Some(after.clone());
             e.in_flight = Some(in_flight);
-            e.created_dirs = created.to_vec();
+            e.created_dirs = created.iter().map(RelPath::to_string).collect();
             let (file, done) = (workspace.root().join(&e.path), e.clone());
             idx.mark_read(file, after);
             Ok(done)
@@ -320,7 +321,7 @@ impl Session {
         &self,
         workspace: &Workspace,
         seqs: &[u64],
-        made: &[String],
+        made: &[RelPath],
         dir_lock: &mut Option<LockGuard>,
     ) {
         if !seqs.is_empty() {
@@ -337,8 +338,8 @@ impl Session {
     /// recovery decide from the file itself, as it would after a crash, while this
     /// writer still holds the file's lock. Best effort; the next change settles it
     /// otherwise.
-    pub(super) fn settle_own(&self, workspace: &Workspace, rel: &str) {
-        self.settle_held(&BTreeSet::from([workspace.root().join(rel)]));
+    pub(super) fn settle_own(&self, workspace: &Workspace, rel: &RelPath) {
+        self.settle_held(&BTreeSet::from([rel.under(workspace.root())]));
     }
 
     /// [`Session::settle_own`] for the files of `held`, whose locks the caller
@@ -349,13 +350,17 @@ impl Session {
 
     /// [`Session::back_up`] once the index is known to be readable: a damaged
     /// index must not leave a new backup behind that no entry will name.
-    pub(crate) fn back_up_checked(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
+    pub(crate) fn back_up_checked(
+        &self,
+        workspace: &Workspace,
+        rel: &RelPath,
+    ) -> Result<FileState> {
         self.view(|_| ())?;
         self.back_up(workspace, rel)
     }
 
     /// Streams the file into a blob, or records its absence.
-    pub(crate) fn back_up(&self, workspace: &Workspace, rel: &str) -> Result<FileState> {
+    pub(crate) fn back_up(&self, workspace: &Workspace, rel: &RelPath) -> Result<FileState> {
         self.back_up_opened(workspace.open_regular(rel)?, |_| {})
     }
 
@@ -402,18 +407,18 @@ impl Session {
             let turn = idx.current_turn();
             let mut made = Vec::new();
             for d in drafts {
-                let file = root.path.join(&d.rel);
+                let file = d.rel.under(&root.path);
                 let version = 1 + idx.entries_for(&file);
                 let entry = Entry {
                     seq: idx.take_seq(),
                     message_id: message_id.to_owned(),
                     workspace: root.clone(),
-                    path: d.rel,
+                    path: d.rel.into(),
                     version,
                     time: OffsetDateTime::now_utc(),
                     before: d.before,
                     after: d.after,
-                    created_dirs: d.created_dirs,
+                    created_dirs: d.created_dirs.iter().map(RelPath::to_string).collect(),
                     in_flight: d.in_flight,
                     turn,
                     group,
@@ -464,8 +469,9 @@ mod tests {
         let (_h, dir, s, ws) = setup();
         std::fs::write(dir.path().join("f"), "before").unwrap();
         // Entry recorded and temporary linked, then the writer "died".
-        let before = s.back_up(&ws, "f").unwrap();
-        let parent = ws.parent_of("f", true).unwrap().unwrap();
+        let f = RelPath::new("f").unwrap();
+        let before = s.back_up(&ws, &f).unwrap();
+        let parent = ws.parent_of(&f, true).unwrap().unwrap();
         let mut new = NewContents::create(&parent, 0o666).unwrap();
         let (h, n) = new.fill(&mut &b"after"[..], Path::new("x")).unwrap();
         new.seal(None).unwrap();
@@ -477,7 +483,7 @@ mod tests {
             temp: Some(temp.clone()),
         };
         let draft = Draft {
-            rel: "f".into(),
+            rel: f,
             before,
             after: Some(after),
             created_dirs: vec![],

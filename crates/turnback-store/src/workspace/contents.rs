@@ -14,7 +14,7 @@ use crate::hash::{self, CopyError};
 use crate::sys;
 
 use super::parent::{Failed, Parent};
-use super::root::new_temp_name;
+use crate::relpath::new_temp_name;
 
 /// New contents for a workspace file, written beside it and moved over it in
 /// one rename. Unnamed (`O_TMPFILE`) until [`NewContents::link`], where the
@@ -254,13 +254,13 @@ impl Drop for NewContents<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workspace::root::tests::ws;
+    use crate::workspace::root::tests::{rel, ws};
 
     #[test]
     fn new_contents_replace_atomically_and_leave_no_temporary() {
         let (dir, ws) = ws();
-        let parent = ws.parent_of("a/b/f.txt", true).unwrap().unwrap();
-        assert_eq!(parent.created, vec!["a".to_string(), "a/b".to_string()]);
+        let parent = ws.parent_of(&rel("a/b/f.txt"), true).unwrap().unwrap();
+        assert_eq!(parent.created, vec![rel("a"), rel("a/b")]);
         let mut nc = NewContents::create(&parent, 0o666).unwrap();
         let (_, n) = nc.fill(&mut &b"hello"[..], Path::new("stdin")).unwrap();
         assert_eq!(n, 5);
@@ -282,7 +282,7 @@ mod tests {
     #[test]
     fn dropped_contents_leave_nothing() {
         let (dir, ws) = ws();
-        let parent = ws.parent_of("f.txt", true).unwrap().unwrap();
+        let parent = ws.parent_of(&rel("f.txt"), true).unwrap().unwrap();
         let mut nc = NewContents::create(&parent, 0o666).unwrap();
         nc.fill(&mut &b"half"[..], Path::new("x")).unwrap();
         nc.link().unwrap();

@@ -27,5 +27,5 @@ mod root;
 pub(crate) use contents::NewContents;
 pub(crate) use parent::Parent;
 pub(crate) use paths::candidate_files;
+pub(crate) use root::OpenFile;
 pub use root::Workspace;
-pub(crate) use root::{OpenFile, new_temp_name};

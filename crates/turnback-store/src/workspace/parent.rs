@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::Dir;
 
 use crate::error::{Error, Result};
+use crate::relpath::RelPath;
 use crate::sys;
 
 /// A change to a workspace file that failed, and whether it is visible anyway.
@@ -49,10 +50,10 @@ impl TargetKind {
 pub(crate) struct Parent {
     pub(crate) dir: Dir,
     pub(crate) name: String,
-    pub(crate) rel: String,
+    pub(crate) rel: RelPath,
     pub(crate) display: PathBuf,
     /// Directories created on the way, outermost first.
-    pub(crate) created: Vec<String>,
+    pub(crate) created: Vec<RelPath>,
 }
 
 impl Parent {
@@ -63,9 +64,9 @@ impl Parent {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(TargetKind::Absent),
             Err(e) => Err(Error::io("inspect", &self.display)(e)),
             Ok(md) if md.is_symlink() => Err(Error::UnsafePath {
-                path: self.rel.clone(),
+                path: self.rel.to_string(),
                 workspace: root.to_owned(),
-                component: self.rel.clone(),
+                component: self.rel.to_string(),
                 what: "a symbolic link",
             }),
             Ok(md) if md.is_file() => Ok(TargetKind::Regular),

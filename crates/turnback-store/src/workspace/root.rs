@@ -12,8 +12,8 @@ use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 
 use crate::error::{Error, Result};
 use crate::hash;
-use crate::index::{FileState, TEMP_PREFIX, WorkspaceRoot};
-use crate::session_id::random_u64;
+use crate::index::{FileState, WorkspaceRoot};
+use crate::relpath::RelPath;
 use crate::sys;
 
 use super::parent::Parent;
@@ -94,6 +94,11 @@ impl Workspace {
     /// workspace are followed, `..` is applied to real directories, and anything
     /// that leads outside is refused. The file itself need not exist.
     pub fn resolve(&self, path: impl AsRef<Path>) -> Result<String> {
+        self.resolve_rel(path.as_ref()).map(String::from)
+    }
+
+    /// [`Workspace::resolve`], as the store keeps a path.
+    pub(crate) fn resolve_rel(&self, path: impl AsRef<Path>) -> Result<RelPath> {
         let given = path.as_ref();
         let outside = |via_link: Option<PathBuf>| Error::OutsideWorkspace {
             path: given.to_owned(),
@@ -156,7 +161,8 @@ impl Workspace {
                 kind: "directory",
             });
         }
-        Ok(resolved.join("/"))
+        // Plain names of real entries, each looked at: always a path.
+        RelPath::from_names(&resolved).ok_or_else(|| outside(None))
     }
 
     fn relative_input(&self, given: &Path) -> Option<PathBuf> {
@@ -176,22 +182,14 @@ impl Workspace {
     /// Walks to the directory holding `rel` without following any symbolic link.
     /// A missing directory is created when `create_missing` (and listed in the
     /// result), else the walk ends with `None`: the file cannot exist.
-    pub(crate) fn parent_of(&self, rel: &str, create_missing: bool) -> Result<Option<Parent>> {
-        let (dirs, name) = match rel.rsplit_once('/') {
-            Some((d, n)) => (Some(d), n),
-            None => (None, rel),
-        };
+    pub(crate) fn parent_of(&self, rel: &RelPath, create_missing: bool) -> Result<Option<Parent>> {
         let mut dir = self
             .dir
             .try_clone()
             .map_err(Error::io("open workspace", &self.root))?;
         let mut created = Vec::new();
-        let mut walked = String::new();
-        for comp in dirs.into_iter().flat_map(|d| d.split('/')) {
-            if !walked.is_empty() {
-                walked.push('/');
-            }
-            walked.push_str(comp);
+        for walked in rel.ancestors() {
+            let comp = walked.split_last().1;
             dir = match self.step_into(&dir, comp, &walked, rel, create_missing)? {
                 Step::Opened(next) => next,
                 Step::Created(next) => {
@@ -203,9 +201,9 @@ impl Workspace {
         }
         Ok(Some(Parent {
             dir,
-            name: name.to_owned(),
-            display: self.root.join(rel),
-            rel: rel.to_owned(),
+            name: rel.split_last().1.to_owned(),
+            display: rel.under(&self.root),
+            rel: rel.clone(),
             created,
         }))
     }
@@ -218,17 +216,17 @@ impl Workspace {
         &self,
         dir: &Dir,
         comp: &str,
-        walked: &str,
-        rel: &str,
+        walked: &RelPath,
+        rel: &RelPath,
         create: bool,
     ) -> Result<Step> {
         let unsafe_path = |what| Error::UnsafePath {
-            path: rel.to_owned(),
+            path: rel.to_string(),
             workspace: self.root.clone(),
-            component: walked.to_owned(),
+            component: walked.to_string(),
             what,
         };
-        let display = || self.root.join(walked);
+        let display = || walked.under(&self.root);
         for _ in 0..8 {
             let err = match dir.open_dir_nofollow(comp) {
                 Ok(next) => return Ok(Step::Opened(next)),
@@ -265,7 +263,7 @@ impl Workspace {
 
     /// Opens `rel` for reading if it exists: never through a symbolic link, never
     /// blocking, and only if it is a regular file.
-    pub(crate) fn open_regular(&self, rel: &str) -> Result<Option<OpenFile>> {
+    pub(crate) fn open_regular(&self, rel: &RelPath) -> Result<Option<OpenFile>> {
         let Some(parent) = self.parent_of(rel, false)? else {
             return Ok(None);
         };
@@ -302,7 +300,7 @@ impl Workspace {
     }
 
     /// The file's state now: hashed by streaming, or absent.
-    pub(crate) fn current_state(&self, rel: &str) -> Result<FileState> {
+    pub(crate) fn current_state(&self, rel: &RelPath) -> Result<FileState> {
         match self.open_regular(rel)? {
             None => Ok(FileState::absent()),
             Some(mut f) => {
@@ -315,22 +313,14 @@ impl Workspace {
 
     /// The directories on the way to `rel` that do not exist yet, outermost
     /// first: what a write of `rel` would create.
-    pub(crate) fn missing_dirs(&self, rel: &str) -> Vec<String> {
+    pub(crate) fn missing_dirs(&self, rel: &RelPath) -> Vec<RelPath> {
         let mut missing = Vec::new();
-        let mut prefix = String::new();
-        let Some((dirs, _)) = rel.rsplit_once('/') else {
-            return missing;
-        };
-        for comp in dirs.split('/') {
-            if !prefix.is_empty() {
-                prefix.push('/');
-            }
-            prefix.push_str(comp);
+        for prefix in rel.ancestors() {
             // Only what is not there is missing; a link or anything else in the
             // way is for the walk that makes the directories to refuse.
-            let absent = matches!(self.dir.symlink_metadata(&prefix), Err(e) if e.kind() == io::ErrorKind::NotFound);
+            let absent = matches!(self.dir.symlink_metadata(prefix.as_str()), Err(e) if e.kind() == io::ErrorKind::NotFound);
             if !missing.is_empty() || absent {
-                missing.push(prefix.clone());
+                missing.push(prefix);
             }
         }
         missing
@@ -343,9 +333,9 @@ impl Workspace {
     /// removed, outermost first.
     pub(crate) fn remove_empty_dirs<G>(
         &self,
-        dirs: &[String],
-        claim: impl Fn(&str) -> Option<G>,
-    ) -> Vec<String> {
+        dirs: &[RelPath],
+        claim: impl Fn(&RelPath) -> Option<G>,
+    ) -> Vec<RelPath> {
         let mut removed = Vec::new();
         for d in dirs.iter().rev() {
             let Some(_claimed) = claim(d) else {
@@ -361,11 +351,6 @@ impl Workspace {
         removed.reverse();
         removed
     }
-}
-
-/// A fresh name for a temporary in a workspace directory.
-pub(crate) fn new_temp_name() -> String {
-    format!("{TEMP_PREFIX}{:016x}.tmp", random_u64())
 }
 
 enum Step {
@@ -412,6 +397,11 @@ pub(crate) struct OpenFile {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// `p` as a relative path.
+    pub(crate) fn rel(p: &str) -> RelPath {
+        RelPath::new(p).unwrap()
+    }
 
     pub(crate) fn ws() -> (tempfile::TempDir, Workspace) {
         let dir = tempfile::tempdir().unwrap();
@@ -488,7 +478,7 @@ pub(crate) mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("d")).unwrap();
         assert!(matches!(
-            ws.parent_of("d/f", true),
+            ws.parent_of(&rel("d/f"), true),
             Err(Error::UnsafePath { .. })
         ));
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
@@ -505,7 +495,7 @@ pub(crate) mod tests {
         )
         .unwrap();
         assert!(matches!(
-            ws.open_regular("pipe"),
+            ws.open_regular(&rel("pipe")),
             Err(Error::NotRegularFile { kind: "fifo", .. })
         ));
     }
