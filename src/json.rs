@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 use turnback_store::{
-    DiffBody, Entry, Error, FileDiff, FileRevert, FileState, FileStatus, PruneReport, RevertAction,
-    RevertReport, SessionSummary,
+    ConflictReason, DiffBody, Entry, Error, FileDiff, FileRevert, FileState, FileStatus,
+    PruneReport, RevertAction, RevertReport, SessionSummary,
 };
 
 pub fn rfc3339(t: time::OffsetDateTime) -> String {
@@ -42,14 +42,14 @@ pub fn status(s: &FileStatus) -> &'static str {
     match s {
         FileStatus::Safe => "safe",
         FileStatus::AlreadyReverted => "already-reverted",
-        FileStatus::ChangedSince { .. } => "changed-since",
-        FileStatus::NeverCommitted => "never-committed",
+        FileStatus::Conflict(ConflictReason::ChangedSince { .. }) => "changed-since",
+        FileStatus::Conflict(ConflictReason::NeverCommitted) => "never-committed",
     }
 }
 
 fn changed_by(s: &FileStatus) -> Value {
     match s {
-        FileStatus::ChangedSince { by: Some(by) } => {
+        FileStatus::Conflict(ConflictReason::ChangedSince { by: Some(by) }) => {
             json!({ "session": by.session, "message_id": by.message_id, "seq": by.seq })
         }
         _ => Value::Null,

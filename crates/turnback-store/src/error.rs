@@ -463,7 +463,8 @@ pub struct Conflict {
     pub reason: ConflictReason,
 }
 
-/// Why a file stopped a revert.
+/// Why a file stops a revert: in a refusal's [`Conflict`], and as the file's
+/// [`crate::FileStatus::Conflict`] in a report (one concept, one type).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConflictReason {
     /// The file is no longer as the entry's "after" says.

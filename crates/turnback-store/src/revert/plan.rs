@@ -116,11 +116,11 @@ pub(super) fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> 
             FileStatus::AlreadyReverted
         } else {
             match &p.expected {
-                None => FileStatus::NeverCommitted,
+                None => FileStatus::Conflict(ConflictReason::NeverCommitted),
                 Some(a) if now.same_state(a) => FileStatus::Safe,
-                Some(_) => FileStatus::ChangedSince {
+                Some(_) => FileStatus::Conflict(ConflictReason::ChangedSince {
                     by: find_changer(session, &p.file(), &now),
-                },
+                }),
             }
         };
         p.now = now;
@@ -161,15 +161,13 @@ pub(super) fn refuse_conflicts(
 ) -> Result<()> {
     let conflicts: Vec<Conflict> = plans
         .iter()
-        .filter(|p| p.status.is_conflict())
-        .map(|p| Conflict {
-            workspace: p.root.path.clone(),
-            path: p.rel.to_string(),
-            seq: p.seqs.first().copied().unwrap_or(0),
-            reason: match &p.status {
-                FileStatus::ChangedSince { by } => ConflictReason::ChangedSince { by: by.clone() },
-                _ => ConflictReason::NeverCommitted,
-            },
+        .filter_map(|p| {
+            Some(Conflict {
+                workspace: p.root.path.clone(),
+                path: p.rel.to_string(),
+                seq: p.seqs.first().copied().unwrap_or(0),
+                reason: p.status.conflict()?.clone(),
+            })
         })
         .collect();
     if conflicts.is_empty() || opts.force {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use time::OffsetDateTime;
 
 use crate::durable::Durability;
-use crate::error::{Error, Result};
+use crate::error::{ConflictReason, Error, Result};
 use crate::index::{Entry, FileState, RemovedDir, RevertRecord, RevertedFile};
 use crate::journal::Tracked;
 use crate::marker::{self, DoneWhen};
@@ -97,7 +97,12 @@ impl Session {
 fn record_overwrites(idx: &mut Tracked, restored: &[(&FilePlan, Option<FileState>)]) {
     let forced: Vec<(&FilePlan, &FileState)> = restored
         .iter()
-        .filter(|(p, _)| matches!(p.status, FileStatus::ChangedSince { .. }))
+        .filter(|(p, _)| {
+            matches!(
+                p.status,
+                FileStatus::Conflict(ConflictReason::ChangedSince { .. })
+            )
+        })
         .filter_map(|(p, found)| found.as_ref().map(|f| (*p, f)))
         .collect();
     let group = (forced.len() > 1).then_some(idx.next_seq);

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::ChangedBy;
+use crate::error::ConflictReason;
 use crate::index::FileState;
 
 /// How a revert may proceed.
@@ -63,22 +63,24 @@ pub enum FileStatus {
     Safe,
     /// Already back in its "before" state (contents and mode): nothing to do.
     AlreadyReverted,
-    /// Changed since (its contents or its mode), by someone else (named where
-    /// the store knows).
-    ChangedSince {
-        /// Who changed it, where the store knows.
-        by: Option<ChangedBy>,
-    },
-    /// The change was never committed: what the write left is unknown.
-    NeverCommitted,
+    /// Not as the session left it, for the reason given: changed since (its
+    /// contents or its mode, by someone named where the store knows), or a
+    /// change never committed. It stops a revert that is not forced, with
+    /// the same reason in the [`crate::Conflict`] of the refusal.
+    Conflict(ConflictReason),
 }
 
 impl FileStatus {
     /// True when this status stops a revert that is not forced.
     pub fn is_conflict(&self) -> bool {
-        matches!(
-            self,
-            FileStatus::ChangedSince { .. } | FileStatus::NeverCommitted
-        )
+        self.conflict().is_some()
+    }
+
+    /// Why this status stops a revert that is not forced, if it does.
+    pub fn conflict(&self) -> Option<&ConflictReason> {
+        match self {
+            FileStatus::Conflict(reason) => Some(reason),
+            FileStatus::Safe | FileStatus::AlreadyReverted => None,
+        }
     }
 }
