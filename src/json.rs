@@ -124,7 +124,7 @@ pub fn sessions(list: &[SessionSummary]) -> Value {
                 "last_change": s.last_change.map(rfc3339),
                 "entries": s.entries,
                 "bytes": s.bytes,
-                "problem": s.problem,
+                "problem": s.problem.as_ref().map(|p| p.to_string()),
             })
         })
         .collect();

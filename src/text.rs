@@ -243,7 +243,10 @@ pub fn sessions(out: &Out, list: &[SessionSummary]) -> String {
         let last = x.last_change.map(time).unwrap_or_else(|| "-".into());
         let ws: Vec<String> = x.workspaces.iter().map(|w| escape_path(w)).collect();
         let ws = match &x.problem {
-            Some(p) => out.paint(Role::Warn, &format!("unreadable: {}", escape(p))),
+            Some(p) => out.paint(
+                Role::Warn,
+                &format!("unreadable: {}", escape(&p.to_string())),
+            ),
             None => ws.join(", "),
         };
         s.push_str(&format!(

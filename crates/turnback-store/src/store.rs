@@ -55,7 +55,7 @@ pub struct Store {
 }
 
 /// One session as [`Store::sessions`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SessionSummary {
     /// The session id.
     pub id: String,
@@ -69,8 +69,10 @@ pub struct SessionSummary {
     /// Bytes of backups it keeps.
     pub bytes: u64,
     /// Why its index could not be read, if it could not (the session is listed
-    /// anyway, and nothing of it is changed).
-    pub problem: Option<String>,
+    /// anyway, and nothing of it is changed): the error itself, so that a
+    /// caller can tell a busy session from a damaged one and render it as it
+    /// renders any error.
+    pub problem: Option<Arc<Error>>,
 }
 
 impl Store {
@@ -233,7 +235,7 @@ impl Store {
                     entries: 0,
                     last_change: None,
                     bytes,
-                    problem: Some(e.to_string()),
+                    problem: Some(Arc::new(e)),
                 },
             };
             out.push(summary);
@@ -493,8 +495,11 @@ mod tests {
         let held = crate::lock::acquire(&path, crate::lock::Mode::Exclusive, Duration::ZERO, None)
             .unwrap();
         let listed = store.sessions().unwrap();
-        let problem = listed[0].problem.as_deref().unwrap_or_default();
-        assert!(problem.contains("busy"), "{problem:?}");
+        let problem = listed[0].problem.as_deref();
+        assert!(
+            matches!(problem, Some(Error::SessionBusy { .. })),
+            "{problem:?}"
+        );
         assert_eq!(store.latest_session_for(&ws, "f").unwrap(), None);
         drop(held);
         assert_eq!(store.sessions().unwrap()[0].entries, 1);
