@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::durable::Durability;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::Entry;
 use crate::lock::LockGuard;
 use crate::relpath::RelPath;
@@ -117,7 +117,7 @@ impl Session {
     }
 
     /// Rolls entry `seq` back: its file returns to "before" and the entry is
-    /// dropped. Refused ([`Error::Refused`], naming who made it) when a change
+    /// dropped. Refused ([`crate::Error::Refused`], naming who made it) when a change
     /// to the file was recorded since the checkpoint, by this session or any
     /// other: [`Session::rollback_with`] can force it.
     pub fn rollback(&self, seq: u64) -> Result<()> {
@@ -137,36 +137,14 @@ impl Session {
     }
 
     fn uncommitted(&self, seq: u64) -> Result<Entry> {
-        let entry = self
-            .entries()?
-            .into_iter()
-            .find(|e| e.seq == seq)
-            .ok_or_else(|| Error::NoSuchEntry {
-                session: self.id().to_owned(),
-                seq,
-            })?;
-        if entry.is_committed() {
-            return Err(Error::AlreadyCommitted {
-                session: self.id().to_owned(),
-                seq,
-            });
-        }
-        Ok(entry)
+        self.view(|s| self.uncommitted_in(s, seq).cloned())?
     }
 
     fn commit_locked(&self, ws: &Workspace, rel: &RelPath, seq: u64) -> Result<Entry> {
         let after = ws.current_state(rel)?;
         self.mutate(Durability::Full, |idx| {
-            let e = idx.entry_mut(seq).ok_or_else(|| Error::NoSuchEntry {
-                session: self.id().to_owned(),
-                seq,
-            })?;
-            if e.is_committed() {
-                return Err(Error::AlreadyCommitted {
-                    session: self.id().to_owned(),
-                    seq,
-                });
-            }
+            self.uncommitted_in(idx, seq)?;
+            let e = idx.entry_mut(seq).expect("found just now");
             e.after = Some(after);
             Ok(e.clone())
         })
@@ -181,7 +159,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::{Error, Store};
 
     #[test]
     fn commit_and_rollback_by_number_from_another_handle() {

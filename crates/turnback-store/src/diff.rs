@@ -107,19 +107,14 @@ impl Session {
     /// What a planned revert does to one file: the file as it is now against
     /// what the revert restores it to.
     pub fn revert_diff(&self, file: &FileRevert) -> Result<FileDiff> {
-        let idx = self.read_index()?;
         let seq = file.seqs.first().copied().unwrap_or(0);
-        // A redo's entries are in the history until it is done.
-        let recorded = idx.history.iter().flat_map(|r| &r.entries);
-        let entry = idx
-            .entries
-            .iter()
-            .chain(recorded)
-            .find(|e| e.seq == seq)
-            .ok_or_else(|| Error::NoSuchEntry {
-                session: self.id().to_owned(),
-                seq,
-            })?;
+        let entry = self.view(|s| {
+            self.entry_in(s, seq).cloned().or_else(|missing| {
+                // A redo's entries are in the history until it is done.
+                let mut undone = s.history.iter().flat_map(|r| &r.entries);
+                undone.find(|e| e.seq == seq).cloned().ok_or(missing)
+            })
+        })??;
         let ws = Workspace::reopen(&entry.workspace)?;
         // A report may come from anywhere: its path is checked here.
         let rel = RelPath::new(&file.path).ok_or_else(|| Error::OutsideWorkspace {

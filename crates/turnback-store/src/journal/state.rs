@@ -47,6 +47,7 @@ impl State {
     }
 
     /// The index as the snapshot stores it.
+    #[cfg(test)]
     pub(crate) fn index(&self) -> &Index {
         &self.index
     }

@@ -33,21 +33,7 @@ pub(crate) fn rollback(
 ) -> Result<RevertReport> {
     let id = session.id().to_owned();
     let choose = |idx: &Index| -> Result<(Vec<u64>, Option<Conflict>)> {
-        let e = match idx.entry(seq) {
-            None => {
-                return Err(Error::NoSuchEntry {
-                    session: id.clone(),
-                    seq,
-                });
-            }
-            Some(e) if e.is_committed() => {
-                return Err(Error::AlreadyCommitted {
-                    session: id.clone(),
-                    seq,
-                });
-            }
-            Some(e) => e,
-        };
+        let e = session.uncommitted_in(idx, seq)?;
         let file = e.absolute_path();
         let later: Vec<&Entry> = idx
             .entries

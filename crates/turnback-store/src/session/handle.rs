@@ -126,6 +126,35 @@ impl Session {
         self.view(|s| s.entries.clone())
     }
 
+    /// Entry `seq` as on disk now: [`Error::NoSuchEntry`] unless it is in
+    /// effect (it was undone or rolled back, or never existed).
+    pub fn entry(&self, seq: u64) -> Result<Entry> {
+        self.view(|s| self.entry_in(s, seq).cloned())?
+    }
+
+    /// Entry `seq` of `idx` (this session's index, as the caller read it):
+    /// [`Error::NoSuchEntry`] unless it is in effect.
+    pub(crate) fn entry_in<'i>(&self, idx: &'i Index, seq: u64) -> Result<&'i Entry> {
+        idx.entry(seq).ok_or_else(|| Error::NoSuchEntry {
+            session: self.id().to_owned(),
+            seq,
+        })
+    }
+
+    /// [`Session::entry_in`], refusing an entry already committed
+    /// ([`Error::AlreadyCommitted`]): what commit and rollback by number act
+    /// on.
+    pub(crate) fn uncommitted_in<'i>(&self, idx: &'i Index, seq: u64) -> Result<&'i Entry> {
+        let e = self.entry_in(idx, seq)?;
+        if e.is_committed() {
+            return Err(Error::AlreadyCommitted {
+                session: self.id().to_owned(),
+                seq,
+            });
+        }
+        Ok(e)
+    }
+
     /// Every file the session has entries for, sorted.
     pub fn files(&self) -> Result<Vec<TrackedFile>> {
         let mut files: Vec<TrackedFile> = self.view(|s| {
@@ -184,11 +213,6 @@ impl Session {
             self.cache.clear_poison();
             cache
         })
-    }
-
-    /// A copy of the index as on disk now.
-    pub(crate) fn read_index(&self) -> Result<Index> {
-        self.view(|s| s.index().clone())
     }
 
     /// Creates the session's directory with its first change, durably, and
@@ -358,6 +382,20 @@ pub(crate) mod tests {
         // The half-made change was never journaled, and the handle forgot it.
         assert_eq!(s.entries().unwrap().len(), 1);
         assert_eq!(s.write(&ws, "b", &b"2"[..], "m").unwrap().seq, 2);
+    }
+
+    #[test]
+    fn an_entry_by_number_is_one_in_effect() {
+        let (_h, _d, s, ws) = setup();
+        let e = s.write(&ws, "a", &b"1"[..], "m").unwrap();
+        assert_eq!(s.entry(e.seq).unwrap(), e);
+        s.undo(crate::RevertOptions::default()).unwrap();
+        for seq in [e.seq, 99] {
+            match s.entry(seq) {
+                Err(Error::NoSuchEntry { seq: n, .. }) => assert_eq!(n, seq),
+                other => panic!("entry {seq}: {other:?}"),
+            }
+        }
     }
 
     #[test]

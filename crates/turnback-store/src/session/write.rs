@@ -283,10 +283,8 @@ impl Session {
         created: &[RelPath],
     ) -> Result<Entry> {
         self.mutate(Durability::Full, |idx| {
-            let e = idx.entry_mut(seq).ok_or_else(|| Error::NoSuchEntry {
-                session: self.id().to_owned(),
-                seq,
-            })?;
+            self.entry_in(idx, seq)?;
+            let e = idx.entry_mut(seq).expect("found just now");
             e.after = Some(after.clone());
             e.in_flight = Some(in_flight);
             e.created_dirs = created.iter().map(RelPath::to_string).collect();
@@ -366,7 +364,7 @@ impl Session {
 
     /// [`Session::back_up`] of a file opened already (`None`: absent), telling
     /// `hashed` the state as soon as it is known, before the blob is durable
-    /// (see [`Blobs::store_file_then`]).
+    /// (see [`crate::blobs::Blobs::store_file_then`]).
     fn back_up_opened(
         &self,
         file: Option<OpenFile>,
