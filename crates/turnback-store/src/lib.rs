@@ -131,7 +131,7 @@ pub use index::{
     Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,
     Turn, WorkspaceRoot,
 };
-pub use listing::SessionSummary;
+pub use listing::{ChoiceReason, ChosenSession, SessionChoice, SessionSummary};
 pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,

@@ -33,6 +33,46 @@ pub struct SessionSummary {
     pub problem: Option<Arc<Error>>,
 }
 
+/// Which session a person's command means when it names none
+/// ([`Store::choose_session`]): one rule per kind of command.
+#[derive(Debug, Clone, Copy)]
+pub enum SessionChoice<'a> {
+    /// The session whose newest change to a file under the directory is the
+    /// newest of all ([`Store::latest_session_under`]): what `undo`,
+    /// `rewind`, `log` and `diff` mean.
+    ChangedUnder(&'a Path),
+    /// The session whose newest undo, revert or rewind of a file under the
+    /// directory is the newest of all ([`Store::latest_redo_session_under`]),
+    /// else (none has one) the one [`SessionChoice::ChangedUnder`] picks,
+    /// which then has nothing to redo: what `redo` means.
+    RevertedUnder(&'a Path),
+    /// The session that changed the file (in the workspace) last
+    /// ([`Store::latest_session_for`]): what `revert FILE` means.
+    ChangedFile(&'a Workspace, &'a Path),
+}
+
+/// The session a person's command works on ([`Store::choose_session`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChosenSession {
+    /// The session id.
+    pub id: String,
+    /// Why it is the one, for a note to the person.
+    pub reason: ChoiceReason,
+}
+
+/// Why [`Store::choose_session`] chose a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChoiceReason {
+    /// The person named it.
+    Named,
+    /// It has the newest change under the directory.
+    ChangedUnder,
+    /// Its undo, revert or rewind under the directory was the last.
+    RevertedUnder,
+    /// It changed the file last.
+    ChangedFile,
+}
+
 impl Store {
     /// The ids of every session in the home, sorted.
     pub fn session_ids(&self) -> Result<Vec<String>> {
@@ -94,6 +134,37 @@ impl Store {
         }
         out.sort_by(|a, b| a.last_change.cmp(&b.last_change).then(a.id.cmp(&b.id)));
         Ok(out)
+    }
+
+    /// The session a person's command works on: `named` (by a flag or the
+    /// environment) when given, else the one `choice` picks; `None` when
+    /// none is meant (no session has such a change). The named session is
+    /// not looked at here: opening it says whether it exists.
+    pub fn choose_session(
+        &self,
+        named: Option<&str>,
+        choice: SessionChoice<'_>,
+    ) -> Result<Option<ChosenSession>> {
+        if let Some(id) = named {
+            return Ok(Some(ChosenSession {
+                id: id.to_owned(),
+                reason: ChoiceReason::Named,
+            }));
+        }
+        let chosen = |id: Option<String>, reason| id.map(|id| ChosenSession { id, reason });
+        Ok(match choice {
+            SessionChoice::ChangedUnder(dir) => {
+                chosen(self.latest_session_under(dir)?, ChoiceReason::ChangedUnder)
+            }
+            SessionChoice::RevertedUnder(dir) => match self.latest_redo_session_under(dir)? {
+                Some(id) => chosen(Some(id), ChoiceReason::RevertedUnder),
+                None => chosen(self.latest_session_under(dir)?, ChoiceReason::ChangedUnder),
+            },
+            SessionChoice::ChangedFile(workspace, file) => chosen(
+                self.latest_session_for(workspace, file)?,
+                ChoiceReason::ChangedFile,
+            ),
+        })
     }
 
     /// The session that changed `path` (in `workspace`) last, across every session
@@ -314,5 +385,37 @@ mod tests {
             panic!("no changer named: {reason:?}");
         };
         assert_eq!((by.session.as_str(), by.message_id.as_str()), ("a", "m2"));
+    }
+
+    #[test]
+    fn a_persons_session_choice_follows_the_rule_of_its_command() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let (a, b) = (store.session("a").unwrap(), store.session("b").unwrap());
+        let choose = |named, choice| {
+            let c: Option<ChosenSession> = store.choose_session(named, choice).unwrap();
+            c.map(|c| (c.id, c.reason))
+        };
+        let under = SessionChoice::ChangedUnder(ws.root());
+        let redo = SessionChoice::RevertedUnder(ws.root());
+        let file = SessionChoice::ChangedFile(&ws, Path::new("f"));
+        for choice in [under, redo, file] {
+            assert_eq!(choose(None, choice), None, "{choice:?}");
+            let named = Some(("x".to_owned(), ChoiceReason::Named));
+            assert_eq!(choose(Some("x"), choice), named, "{choice:?}");
+        }
+        a.write(&ws, "f", &b"1"[..], "m").unwrap();
+        b.write(&ws, "g", &b"1"[..], "m").unwrap();
+        let b_under = Some(("b".to_owned(), ChoiceReason::ChangedUnder));
+        assert_eq!(choose(None, under), b_under);
+        // Nothing to redo anywhere: the session a person means.
+        assert_eq!(choose(None, redo), b_under);
+        let a_file = Some(("a".to_owned(), ChoiceReason::ChangedFile));
+        assert_eq!(choose(None, file), a_file);
+        a.undo(crate::RevertOptions::default()).unwrap();
+        let a_redo = Some(("a".to_owned(), ChoiceReason::RevertedUnder));
+        assert_eq!(choose(None, redo), a_redo);
     }
 }
