@@ -277,7 +277,7 @@ impl Store {
     }
 
     /// Session `id`'s whole index, read under its shared lock
-    /// ([`SessionDir::read_index`]).
+    /// ([`crate::layout::SessionDir::read_index`]).
     fn read_index(&self, id: &str) -> Result<Index> {
         self.session_dir(id)
             .read_index(self.options().session_lock_timeout)

@@ -16,12 +16,12 @@
 //! index always says what the files hold, and a revert run again afterwards
 //! starts from the beginning.
 //!
-//! One job per part: `report` is what a revert reports, `select` which
-//! entries undo, revert and rewind take, `plan` the plan per file and its safety check, `run` taking the locks and
-//! running a revert under the session's, `apply` restoring the files (chunks,
-//! prepare, replace), `backups` checking the backups a revert needs and
-//! keeping what a file holds, `record` recording a revert for redo, and
-//! `rollback` and `redo` those two.
+//! One job per part: `report` is what a revert reports, `plan` the plan per
+//! file and its safety check, `backups` checking the backups a revert needs
+//! and keeping what a file holds, `apply` restoring the files (chunks,
+//! prepare, replace), `record` recording a revert for redo, `run` the retry
+//! loop and the core every revert shares, `select` which entries undo,
+//! revert and rewind take, and `rollback` and `redo` those two.
 
 mod apply;
 mod backups;
