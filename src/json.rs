@@ -42,14 +42,14 @@ pub fn status(s: &FileStatus) -> &'static str {
     match s {
         FileStatus::Safe => "safe",
         FileStatus::AlreadyReverted => "already-reverted",
-        FileStatus::ChangedSince { .. } => "changed-since",
-        FileStatus::NeverCommitted => "never-committed",
+        FileStatus::Conflict(ConflictReason::ChangedSince { .. }) => "changed-since",
+        FileStatus::Conflict(ConflictReason::NeverCommitted) => "never-committed",
     }
 }
 
 fn changed_by(s: &FileStatus) -> Value {
     match s {
-        FileStatus::ChangedSince { by: Some(by) } => {
+        FileStatus::Conflict(ConflictReason::ChangedSince { by: Some(by) }) => {
             json!({ "session": by.session, "message_id": by.message_id, "seq": by.seq })
         }
         _ => Value::Null,
@@ -124,7 +124,7 @@ pub fn sessions(list: &[SessionSummary]) -> Value {
                 "last_change": s.last_change.map(rfc3339),
                 "entries": s.entries,
                 "bytes": s.bytes,
-                "problem": s.problem,
+                "problem": s.problem.as_ref().map(|p| p.to_string()),
             })
         })
         .collect();

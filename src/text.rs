@@ -2,8 +2,8 @@
 //! as snapshots in `tests/cli.rs`.
 
 use turnback_store::{
-    DiffBody, Entry, FileDiff, FileRevert, FileStatus, PruneReport, RevertAction, RevertReport,
-    SessionSummary,
+    ConflictReason, DiffBody, Entry, FileDiff, FileRevert, FileStatus, PruneReport, RevertAction,
+    RevertReport, SessionSummary,
 };
 
 use crate::output::{Out, Role};
@@ -143,7 +143,7 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
     };
     let status = match &f.status {
         FileStatus::Safe | FileStatus::AlreadyReverted => String::new(),
-        FileStatus::ChangedSince { by } => {
+        FileStatus::Conflict(ConflictReason::ChangedSince { by }) => {
             // Worded as the refusal's error message words it.
             let who = by
                 .as_ref()
@@ -156,7 +156,9 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
             };
             out.paint(Role::Warn, &note)
         }
-        FileStatus::NeverCommitted => out.paint(Role::Warn, "  [change never committed]"),
+        FileStatus::Conflict(ConflictReason::NeverCommitted) => {
+            out.paint(Role::Warn, "  [change never committed]")
+        }
     };
     format!("{path}: {action}{status}")
 }
@@ -241,7 +243,10 @@ pub fn sessions(out: &Out, list: &[SessionSummary]) -> String {
         let last = x.last_change.map(time).unwrap_or_else(|| "-".into());
         let ws: Vec<String> = x.workspaces.iter().map(|w| escape_path(w)).collect();
         let ws = match &x.problem {
-            Some(p) => out.paint(Role::Warn, &format!("unreadable: {}", escape(p))),
+            Some(p) => out.paint(
+                Role::Warn,
+                &format!("unreadable: {}", escape(&p.to_string())),
+            ),
             None => ws.join(", "),
         };
         s.push_str(&format!(

@@ -689,7 +689,10 @@ fn bad_input_file_that_vanished() {
     frozen.check("remove of the vanished file");
     // Nothing was lost: forced, the undo brings the file back from its backup.
     let r = s.undo(forced()).unwrap();
-    assert_eq!(r.files[0].status, FileStatus::ChangedSince { by: None });
+    assert_eq!(
+        r.files[0].status,
+        FileStatus::Conflict(ConflictReason::ChangedSince { by: None })
+    );
     assert_eq!(fs::read_to_string(env.path("a.txt")).unwrap(), "a one\n");
 
     // new.txt was created by the session; then it was deleted by hand: the undo

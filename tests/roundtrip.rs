@@ -6,7 +6,9 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use turnback_store::{Error, FileState, FileStatus, RevertAction, Session, Workspace};
+use turnback_store::{
+    ConflictReason, Error, FileState, FileStatus, RevertAction, Session, Workspace,
+};
 
 use crate::util::{self, Env, forced, mode_of, plain, read, sha256_hex};
 
@@ -277,7 +279,10 @@ fn a_mode_change_by_hand_is_a_conflict_and_a_forced_undo_restores_the_recorded_m
     assert!(matches!(s.undo(plain()), Err(Error::Refused { .. })));
     assert_eq!((read(&p).as_slice(), mode_of(&p)), (&b"new"[..], 0o644));
     let r = s.undo(forced()).unwrap();
-    assert!(matches!(r.files[0].status, FileStatus::ChangedSince { .. }));
+    assert!(matches!(
+        r.files[0].status,
+        FileStatus::Conflict(ConflictReason::ChangedSince { .. })
+    ));
     assert_eq!(read(&p), b"old");
     assert_eq!(mode_of(&p), 0o750);
     // Redo puts back the mode the undo found, too.

@@ -695,7 +695,7 @@ fn redo_refuses_a_file_changed_by_hand_since_the_undo_until_forced() {
     );
     assert_eq!(
         files["bin.dat"].status,
-        FileStatus::ChangedSince { by: None }
+        FileStatus::Conflict(ConflictReason::ChangedSince { by: None })
     );
     assert_eq!(files["new/deep/made.txt"].status, FileStatus::Safe);
     assert_eq!(files["new/deep/made.txt"].action, RevertAction::Delete);
@@ -924,7 +924,10 @@ fn undoing_a_rename_refuses_when_either_side_changed_by_hand() {
     assert!(!plan.applied);
     let files = by_path(&plan);
     assert_eq!(files.keys().copied().collect::<Vec<_>>(), ["p", "q/r"]);
-    assert_eq!(files["q/r"].status, FileStatus::ChangedSince { by: None });
+    assert_eq!(
+        files["q/r"].status,
+        FileStatus::Conflict(ConflictReason::ChangedSince { by: None })
+    );
     assert_eq!(files["q/r"].action, RevertAction::Delete);
     assert_eq!(files["q/r"].seqs, [es[1].seq]);
     assert_eq!(files["p"].status, FileStatus::Safe);
@@ -948,7 +951,10 @@ fn undoing_a_rename_refuses_when_either_side_changed_by_hand() {
     let hand = snap(root);
     let plan = s.undo(dry()).unwrap();
     let files = by_path(&plan);
-    assert_eq!(files["p"].status, FileStatus::ChangedSince { by: None });
+    assert_eq!(
+        files["p"].status,
+        FileStatus::Conflict(ConflictReason::ChangedSince { by: None })
+    );
     assert_eq!(files["q/r"].status, FileStatus::Safe);
     let conflicts = refused(s.undo(plain()));
     assert_eq!(conflicts.keys().collect::<Vec<_>>(), ["p"]);
@@ -1059,14 +1065,20 @@ fn a_previewed_rewind_classifies_each_file_and_diffs_it_against_its_target() {
         status,
         BTreeMap::from([
             ("back.txt", FileStatus::AlreadyReverted),
-            ("cp.txt", FileStatus::NeverCommitted),
+            (
+                "cp.txt",
+                FileStatus::Conflict(ConflictReason::NeverCommitted)
+            ),
             ("created.txt", FileStatus::Safe),
-            ("hand.txt", FileStatus::ChangedSince { by: None }),
+            (
+                "hand.txt",
+                FileStatus::Conflict(ConflictReason::ChangedSince { by: None })
+            ),
             (
                 "other.txt",
-                FileStatus::ChangedSince {
+                FileStatus::Conflict(ConflictReason::ChangedSince {
                     by: Some(by_other.clone())
-                }
+                })
             ),
             ("safe.txt", FileStatus::Safe),
         ])

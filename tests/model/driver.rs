@@ -330,10 +330,12 @@ fn reported(real: &Real, r: turnback_store::Result<RevertReport>) -> Expect {
                     status: match &f.status {
                         FileStatus::Safe => Status::Safe,
                         FileStatus::AlreadyReverted => Status::AlreadyReverted,
-                        FileStatus::ChangedSince { by: b } => {
+                        FileStatus::Conflict(ConflictReason::ChangedSince { by: b }) => {
                             Status::ChangedSince(b.as_ref().map(by))
                         }
-                        FileStatus::NeverCommitted => Status::NeverCommitted,
+                        FileStatus::Conflict(ConflictReason::NeverCommitted) => {
+                            Status::NeverCommitted
+                        }
                     },
                     target: show(&f.target),
                 }

@@ -136,8 +136,65 @@ impl Blobs {
     /// Opens a blob for reading. The caller verifies the hash while it copies
     /// (see [`crate::hash::copy_hashing`]).
     /// A blob that is a symbolic link, or another user's, does not open.
-    pub(crate) fn open(&self, hash: &str) -> io::Result<File> {
+    fn open(&self, hash: &str) -> io::Result<File> {
         crate::trust::open_read(&self.path(hash))
+    }
+
+    /// Opens the blob `hash` to read it back as the backup of `path` (a file
+    /// of session `session`; both named in errors): [`Error::BlobMissing`]
+    /// when it cannot be opened, or [`Error::BlobCorrupt`] when it was found
+    /// corrupt and moved aside before. What is read is checked against the
+    /// name with [`Backup::verify`].
+    pub(crate) fn open_backup<'a>(
+        &'a self,
+        session: &'a str,
+        path: &'a str,
+        hash: &'a str,
+    ) -> Result<Backup<'a>> {
+        let file = self
+            .open(hash)
+            .map_err(|_| self.missing(session, path, hash))?;
+        Ok(Backup {
+            blobs: self,
+            session,
+            path,
+            hash,
+            file,
+            blob: self.path(hash),
+        })
+    }
+
+    /// [`Error::BlobMissing`] (or [`Error::BlobCorrupt`], as for
+    /// [`Blobs::open_backup`]) unless the blob `hash` is there.
+    pub(crate) fn check_present(&self, session: &str, path: &str, hash: &str) -> Result<()> {
+        match self.exists(hash) {
+            true => Ok(()),
+            false => Err(self.missing(session, path, hash)),
+        }
+    }
+
+    /// The error for a backup that is not there under its name: corrupt, if
+    /// it was found corrupt and moved aside before, else missing.
+    fn missing(&self, session: &str, path: &str, hash: &str) -> Error {
+        let aside = self.quarantined(hash);
+        let actual = aside.as_ref().and_then(|p| {
+            let mut f = File::open(p).ok()?;
+            hash::hash_reader(&mut f).ok().map(|(h, _)| h)
+        });
+        match (aside, actual) {
+            (Some(aside), Some(actual)) => Error::BlobCorrupt {
+                session: session.to_owned(),
+                path: path.to_owned(),
+                hash: hash.to_owned(),
+                actual,
+                moved_to: Some(aside.into_boxed_path()),
+            },
+            _ => Error::BlobMissing {
+                session: session.to_owned(),
+                path: path.to_owned(),
+                hash: hash.to_owned(),
+            },
+        }
     }
 
     pub(crate) fn exists(&self, hash: &str) -> bool {
@@ -148,7 +205,7 @@ impl Blobs {
     /// `.corrupt-<hash>-<random>` in the same directory: kept (a person may
     /// want what is left of it), never again trusted, and out of the way of
     /// the next backup of the same bytes, which writes the blob whole again.
-    pub(crate) fn quarantine(&self, hash: &str) -> io::Result<PathBuf> {
+    fn quarantine(&self, hash: &str) -> io::Result<PathBuf> {
         let aside = self.dir.join(format!(
             "{QUARANTINE_PREFIX}{hash}-{:08x}",
             random_u64() as u32
@@ -159,7 +216,7 @@ impl Blobs {
     }
 
     /// A blob `hash` moved aside as corrupt, if there is one.
-    pub(crate) fn quarantined(&self, hash: &str) -> Option<PathBuf> {
+    fn quarantined(&self, hash: &str) -> Option<PathBuf> {
         let prefix = format!("{QUARANTINE_PREFIX}{hash}-");
         std::fs::read_dir(&self.dir)
             .ok()?
@@ -197,6 +254,63 @@ impl Blobs {
             }
         }
         (count, bytes)
+    }
+}
+
+/// A backup opened to be read back ([`Blobs::open_backup`]).
+pub(crate) struct Backup<'a> {
+    blobs: &'a Blobs,
+    session: &'a str,
+    path: &'a str,
+    hash: &'a str,
+    file: File,
+    blob: PathBuf,
+}
+
+impl Backup<'_> {
+    /// The blob's contents, to read.
+    pub(crate) fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// The blob's contents, to read without verifying them (a diff, which
+    /// shows what is there).
+    pub(crate) fn into_file(self) -> File {
+        self.file
+    }
+
+    /// The blob's path, for an error reading it.
+    pub(crate) fn blob_path(&self) -> PathBuf {
+        self.blob.clone()
+    }
+
+    /// Checks `actual`, the SHA-256 of what was read, against the blob's
+    /// name: [`Error::BlobCorrupt`] when they differ. The blob is then moved
+    /// aside first (kept, never deleted), so that the next backup of the same
+    /// bytes writes it whole again instead of trusting the damaged copy.
+    pub(crate) fn verify(&self, actual: &str) -> Result<()> {
+        if actual == self.hash {
+            return Ok(());
+        }
+        let moved_to = self
+            .blobs
+            .quarantine(self.hash)
+            .ok()
+            .map(PathBuf::into_boxed_path);
+        Err(Error::BlobCorrupt {
+            session: self.session.to_owned(),
+            path: self.path.to_owned(),
+            hash: self.hash.to_owned(),
+            actual: actual.to_owned(),
+            moved_to,
+        })
+    }
+
+    /// Reads the whole blob and [`Backup::verify`]s it.
+    pub(crate) fn verify_whole(mut self) -> Result<()> {
+        let (actual, _) =
+            hash::hash_reader(&mut self.file).map_err(Error::io("read", &self.blob))?;
+        self.verify(&actual)
     }
 }
 

@@ -5,14 +5,15 @@
 //! "after" that [`Checkpoint::commit`] records is this writer's own.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::durable::Durability;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::Entry;
 use crate::lock::LockGuard;
+use crate::relpath::RelPath;
 use crate::revert::{self, RevertOptions, RevertReport};
-use crate::session::Session;
+use crate::session::{Draft, Session};
 use crate::workspace::Workspace;
 
 /// A taken checkpoint, to be ended by [`Checkpoint::commit`] or
@@ -23,7 +24,7 @@ use crate::workspace::Workspace;
 pub struct Checkpoint<'a> {
     session: &'a Session,
     workspace: &'a Workspace,
-    rel: String,
+    rel: RelPath,
     seq: u64,
     _lock: LockGuard,
 }
@@ -32,7 +33,7 @@ impl<'a> Checkpoint<'a> {
     pub(crate) fn new(
         session: &'a Session,
         workspace: &'a Workspace,
-        rel: String,
+        rel: RelPath,
         seq: u64,
         lock: LockGuard,
     ) -> Self {
@@ -52,12 +53,12 @@ impl<'a> Checkpoint<'a> {
 
     /// The file's real path relative to the workspace.
     pub fn path(&self) -> &str {
-        &self.rel
+        self.rel.as_str()
     }
 
     /// The file's absolute path.
     pub fn absolute_path(&self) -> PathBuf {
-        self.workspace.root().join(&self.rel)
+        self.rel.under(self.workspace.root())
     }
 
     /// Records the file as the write left it ("after") and releases the lock.
@@ -74,6 +75,34 @@ impl<'a> Checkpoint<'a> {
     }
 }
 
+impl Session {
+    /// Takes a checkpoint of `path` in `workspace` before the caller changes it:
+    /// backs the file up (or records its absence) and holds the file's lock until
+    /// [`Checkpoint::commit`] or [`Checkpoint::rollback`]. Prefer [`Session::write`]
+    /// and [`Session::remove`], which do all three steps.
+    pub fn checkpoint<'a>(
+        &'a self,
+        workspace: &'a Workspace,
+        path: impl AsRef<Path>,
+        message_id: &str,
+    ) -> Result<Checkpoint<'a>> {
+        let rel = workspace.resolve_rel(path)?;
+        self.store().refuse_inside(&rel.under(workspace.root()))?;
+        let lock = self.lock_file(workspace, &rel)?;
+        let before = self.back_up_checked(workspace, &rel)?;
+        let created_dirs = workspace.missing_dirs(&rel);
+        let draft = Draft {
+            rel: rel.clone(),
+            before,
+            after: None,
+            created_dirs,
+            in_flight: None,
+        };
+        let entry = self.record(workspace, message_id, vec![draft])?.remove(0);
+        Ok(Checkpoint::new(self, workspace, rel, entry.seq, lock))
+    }
+}
+
 /// The bracket by entry number, for a caller in another process than the one
 /// that took the checkpoint (`turnback checkpoint` / `commit` / `rollback`).
 /// The file's lock is taken again for the call; between the processes it is not
@@ -83,12 +112,12 @@ impl Session {
     pub fn commit(&self, seq: u64) -> Result<Entry> {
         let entry = self.uncommitted(seq)?;
         let ws = Workspace::reopen(&entry.workspace)?;
-        let _lock = self.lock_file(&ws, &entry.path)?;
-        self.commit_locked(&ws, &entry.path, seq)
+        let _lock = self.lock_file(&ws, &entry.rel_path())?;
+        self.commit_locked(&ws, &entry.rel_path(), seq)
     }
 
     /// Rolls entry `seq` back: its file returns to "before" and the entry is
-    /// dropped. Refused ([`Error::Refused`], naming who made it) when a change
+    /// dropped. Refused ([`crate::Error::Refused`], naming who made it) when a change
     /// to the file was recorded since the checkpoint, by this session or any
     /// other: [`Session::rollback_with`] can force it.
     pub fn rollback(&self, seq: u64) -> Result<()> {
@@ -102,49 +131,27 @@ impl Session {
     pub fn rollback_with(&self, seq: u64, opts: RevertOptions) -> Result<RevertReport> {
         let entry = self.uncommitted(seq)?;
         let ws = Workspace::reopen(&entry.workspace)?;
-        let _lock = self.lock_file(&ws, &entry.path)?;
+        let _lock = self.lock_file(&ws, &entry.rel_path())?;
         let held = BTreeSet::from([entry.absolute_path()]);
         revert::rollback(self, seq, opts, &held)
     }
 
     fn uncommitted(&self, seq: u64) -> Result<Entry> {
-        let entry = self
-            .entries()?
-            .into_iter()
-            .find(|e| e.seq == seq)
-            .ok_or_else(|| Error::NoSuchEntry {
-                session: self.id().to_owned(),
-                seq,
-            })?;
-        if entry.is_committed() {
-            return Err(Error::AlreadyCommitted {
-                session: self.id().to_owned(),
-                seq,
-            });
-        }
-        Ok(entry)
+        self.view(|s| self.uncommitted_in(s, seq).cloned())?
     }
 
-    fn commit_locked(&self, ws: &Workspace, rel: &str, seq: u64) -> Result<Entry> {
+    fn commit_locked(&self, ws: &Workspace, rel: &RelPath, seq: u64) -> Result<Entry> {
         let after = ws.current_state(rel)?;
         self.mutate(Durability::Full, |idx| {
-            let e = idx.entry_mut(seq).ok_or_else(|| Error::NoSuchEntry {
-                session: self.id().to_owned(),
-                seq,
-            })?;
-            if e.is_committed() {
-                return Err(Error::AlreadyCommitted {
-                    session: self.id().to_owned(),
-                    seq,
-                });
-            }
+            self.uncommitted_in(idx, seq)?;
+            let e = idx.entry_mut(seq).expect("found just now");
             e.after = Some(after);
             Ok(e.clone())
         })
     }
 
-    fn rollback_locked(&self, ws: &Workspace, rel: &str, seq: u64) -> Result<()> {
-        let held = BTreeSet::from([ws.root().join(rel)]);
+    fn rollback_locked(&self, ws: &Workspace, rel: &RelPath, seq: u64) -> Result<()> {
+        let held = BTreeSet::from([rel.under(ws.root())]);
         revert::rollback(self, seq, RevertOptions::default(), &held).map(drop)
     }
 }
@@ -152,7 +159,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::{Error, Store};
 
     #[test]
     fn commit_and_rollback_by_number_from_another_handle() {

@@ -12,6 +12,7 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState};
+use crate::relpath::RelPath;
 use crate::revert::FileRevert;
 use crate::session::Session;
 use crate::workspace::Workspace;
@@ -75,7 +76,7 @@ impl Session {
     /// With `only`, just that file (relative to the workspace, or absolute).
     pub fn diff(&self, only: Option<(&Workspace, &Path)>) -> Result<Vec<FileDiff>> {
         let wanted = match only {
-            Some((ws, path)) => Some(crate::revert::candidate_files(ws, path)?),
+            Some((ws, path)) => Some(crate::workspace::candidate_files(ws, path)?),
             None => None,
         };
         let entries = self.entries()?;
@@ -92,8 +93,9 @@ impl Session {
         let mut out = Vec::new();
         for e in oldest {
             let ws = Workspace::reopen(&e.workspace)?;
-            let now = ws.current_state(&e.path)?;
-            let d = self.compare(&ws, &e.path, &e.before, Side::Blob, &now, Side::Workspace)?;
+            let rel = e.rel_path();
+            let now = ws.current_state(&rel)?;
+            let d = self.compare(&ws, &rel, &e.before, Side::Blob, &now, Side::Workspace)?;
             if d.body != DiffBody::Same {
                 out.push(d);
             }
@@ -105,35 +107,29 @@ impl Session {
     /// What a planned revert does to one file: the file as it is now against
     /// what the revert restores it to.
     pub fn revert_diff(&self, file: &FileRevert) -> Result<FileDiff> {
-        let idx = self.read_index()?;
         let seq = file.seqs.first().copied().unwrap_or(0);
-        // A redo's entries are in the history until it is done.
-        let recorded = idx.history.iter().flat_map(|r| &r.entries);
-        let entry = idx
-            .entries
-            .iter()
-            .chain(recorded)
-            .find(|e| e.seq == seq)
-            .ok_or_else(|| Error::NoSuchEntry {
-                session: self.id().to_owned(),
-                seq,
-            })?;
+        let entry = self.view(|s| {
+            self.entry_in(s, seq).cloned().or_else(|missing| {
+                // A redo's entries are in the history until it is done.
+                let mut undone = s.history.iter().flat_map(|r| &r.entries);
+                undone.find(|e| e.seq == seq).cloned().ok_or(missing)
+            })
+        })??;
         let ws = Workspace::reopen(&entry.workspace)?;
-        let now = ws.current_state(&file.path)?;
-        self.compare(
-            &ws,
-            &file.path,
-            &now,
-            Side::Workspace,
-            &file.target,
-            Side::Blob,
-        )
+        // A report may come from anywhere: its path is checked here.
+        let rel = RelPath::new(&file.path).ok_or_else(|| Error::OutsideWorkspace {
+            path: file.path.clone().into(),
+            workspace: ws.root().to_owned(),
+            via_link: None,
+        })?;
+        let now = ws.current_state(&rel)?;
+        self.compare(&ws, &rel, &now, Side::Workspace, &file.target, Side::Blob)
     }
 
     fn compare(
         &self,
         ws: &Workspace,
-        rel: &str,
+        rel: &RelPath,
         old: &FileState,
         old_side: Side,
         new: &FileState,
@@ -161,7 +157,7 @@ impl Session {
         };
         Ok(FileDiff {
             workspace: ws.root().to_owned(),
-            path: rel.to_owned(),
+            path: rel.to_string(),
             old: old.clone(),
             new: new.clone(),
             body,
@@ -172,7 +168,7 @@ impl Session {
     fn read_side(
         &self,
         ws: &Workspace,
-        rel: &str,
+        rel: &RelPath,
         state: &FileState,
         side: Side,
     ) -> Result<Option<Vec<u8>>> {
@@ -181,13 +177,9 @@ impl Session {
         };
         let (mut reader, display): (Box<dyn Read>, PathBuf) = match side {
             Side::Blob => {
-                let path = self.blobs().path(hash);
-                let file = self.blobs().open(hash).map_err(|_| Error::BlobMissing {
-                    session: self.id().to_owned(),
-                    path: rel.to_owned(),
-                    hash: hash.to_owned(),
-                })?;
-                (Box::new(file), path)
+                let backup = self.blobs().open_backup(self.id(), rel.as_str(), hash)?;
+                let path = backup.blob_path();
+                (Box::new(backup.into_file()), path)
             }
             Side::Workspace => match ws.open_regular(rel)? {
                 Some(f) => (Box::new(f.file), f.display),
@@ -336,5 +328,27 @@ mod tests {
         );
         let only = s.diff(Some((&ws, Path::new("new.txt")))).unwrap();
         assert_eq!(only.len(), 1);
+    }
+
+    /// A backup found corrupt (and moved aside) by a revert is named as
+    /// corrupt by a diff too, as by every reader of backups, not as missing.
+    #[test]
+    fn a_diff_names_a_backup_found_corrupt_as_corrupt() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let s = crate::Store::new(home.path()).session("s").unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("f"), b"old\n").unwrap();
+        let e = s.write(&ws, "f", &b"new\n"[..], "m").unwrap();
+        let blob = s.blobs().path(e.before.sha256.as_deref().unwrap());
+        std::fs::write(&blob, b"bad\n").unwrap();
+        let undo = s.undo(crate::RevertOptions::default()).unwrap_err();
+        assert!(matches!(undo, Error::BlobCorrupt { .. }), "{undo:?}");
+        match s.diff(None) {
+            Err(Error::BlobCorrupt {
+                moved_to: Some(_), ..
+            }) => {}
+            other => panic!("expected BlobCorrupt, got {other:?}"),
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Durable replacement of a store file: write a temporary, fsync it, rename it
 //! over the target, fsync the directory. Used for `index.json`; the workspace has
-//! its own path through the capability (`workspace.rs`).
+//! its own path through the capability (`workspace/`).
 
 use std::io::Write;
 use std::path::Path;
@@ -20,16 +20,17 @@ pub(crate) enum Durability {
     MayBeLost,
 }
 
-/// Replaces `dir/name` with `bytes`. The temporary name is fixed
-/// (`name.tmp`), which is safe only under the lock that serializes writers of
-/// `name`; a crash leaves at most that one file, which the next write truncates.
-pub(crate) fn replace(dir: &Path, name: &str, bytes: &[u8], durability: Durability) -> Result<()> {
-    let tmp = dir.join(format!("{name}.tmp"));
-    let result = replace_via(&tmp, &dir.join(name), bytes);
+/// Replaces the store file `path` with `bytes`, through the temporary `tmp`
+/// beside it. The temporary's name is fixed (`layout.rs`), which is safe only
+/// under the lock that serializes the file's writers; a crash leaves at most
+/// that one file, which the next write truncates.
+pub(crate) fn replace(path: &Path, tmp: &Path, bytes: &[u8], durability: Durability) -> Result<()> {
+    let dir = path.parent().expect("a store file is in a directory");
+    let result = replace_via(tmp, path, bytes);
     if result.is_err() {
         // A failed write (a full disk, say) leaves nothing behind; the
         // original is untouched.
-        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(tmp);
     }
     result?;
     crate::crash::point("index-renamed");
@@ -64,8 +65,9 @@ mod tests {
     #[test]
     fn replaces_and_leaves_no_temporary() {
         let dir = tempfile::tempdir().unwrap();
-        replace(dir.path(), "f.json", b"one", Durability::Full).unwrap();
-        replace(dir.path(), "f.json", b"two", Durability::MayBeLost).unwrap();
+        let (path, tmp) = (dir.path().join("f.json"), dir.path().join("f.json.tmp"));
+        replace(&path, &tmp, b"one", Durability::Full).unwrap();
+        replace(&path, &tmp, b"two", Durability::MayBeLost).unwrap();
         assert_eq!(std::fs::read(dir.path().join("f.json")).unwrap(), b"two");
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -5,7 +5,8 @@
 
 use std::path::{Component, Path};
 
-use crate::index::{Index, is_relative_path};
+use crate::index::Index;
+use crate::relpath::is_relative_path;
 
 /// What parses as an index re-serializes to an index that parses to the same
 /// value, and nothing that parses names a blob or a path unsafely.

@@ -16,9 +16,9 @@ impl Session {
     /// Notes that the agent read `path` (as it is now): a later
     /// [`Session::check_write`] passes while the file stays like this.
     pub fn note_read(&self, workspace: &Workspace, path: impl AsRef<Path>) -> Result<()> {
-        let rel = workspace.resolve(path)?;
+        let rel = workspace.resolve_rel(path)?;
         let state = workspace.current_state(&rel)?;
-        let file = workspace.root().join(&rel);
+        let file = rel.under(workspace.root());
         self.mutate(Durability::MayBeLost, |idx| {
             idx.mark_read(file, state);
             Ok(())
@@ -30,12 +30,12 @@ impl Session {
     /// written through it) and be unchanged since. Otherwise
     /// [`Error::NotRead`] or [`Error::ChangedSinceRead`].
     pub fn check_write(&self, workspace: &Workspace, path: impl AsRef<Path>) -> Result<()> {
-        let rel = workspace.resolve(path)?;
+        let rel = workspace.resolve_rel(path)?;
         let now = workspace.current_state(&rel)?;
         if !now.exists {
             return Ok(());
         }
-        let file = workspace.root().join(&rel);
+        let file = rel.under(workspace.root());
         let mark = self.view(|s| s.read_mark(&file).cloned())?;
         match mark {
             None => Err(Error::NotRead {

@@ -13,6 +13,7 @@ use time::OffsetDateTime;
 use crate::durable::{self, Durability};
 use crate::error::{Error, Result};
 use crate::hash::is_sha256_hex;
+use crate::relpath::{RelPath, is_relative_path, is_temp_name};
 
 /// The format version this build writes and the newest it reads. Format 1 had
 /// no turns, no revert history and no read marks; format 2 had no journal
@@ -20,9 +21,6 @@ use crate::hash::is_sha256_hex;
 /// first change rewrites the snapshot as format 3, so that an older build that
 /// cannot see the journal refuses the session instead of misreading it.
 pub const FORMAT_VERSION: u64 = 3;
-
-/// The file name of a session's index.
-pub(crate) const INDEX_FILE: &str = "index.json";
 
 /// A file's state on one side of a change: its contents (by hash), size and mode,
 /// or its absence.
@@ -235,6 +233,13 @@ pub struct ReadMark {
     pub state: FileState,
 }
 
+impl RevertedFile {
+    /// The file's absolute path (root joined with the relative path).
+    pub(crate) fn absolute_path(&self) -> PathBuf {
+        self.workspace.path.join(&self.path)
+    }
+}
+
 impl Entry {
     /// The file's absolute path (root joined with the relative path).
     pub fn absolute_path(&self) -> PathBuf {
@@ -244,6 +249,12 @@ impl Entry {
     /// True when the entry was committed: its "after" is known.
     pub fn is_committed(&self) -> bool {
         self.after.is_some()
+    }
+
+    /// The file's path relative to the root, as the store walks it (the
+    /// index checked it when it read it).
+    pub(crate) fn rel_path(&self) -> RelPath {
+        RelPath::checked(&self.path)
     }
 }
 
@@ -357,12 +368,13 @@ impl Index {
         Ok(())
     }
 
-    /// Replaces the index on disk (temporary, fsync, rename, and with
-    /// [`Durability::Full`] a directory fsync). Call only under the session lock.
-    pub(crate) fn save(&self, dir: &Path, durability: Durability) -> Result<()> {
+    /// Replaces the index at `path` (through the temporary `temp`, fsync,
+    /// rename, and with [`Durability::Full`] a directory fsync). Call only
+    /// under the session lock.
+    pub(crate) fn save(&self, path: &Path, temp: &Path, durability: Durability) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(self).expect("an index always serializes");
         bytes.push(b'\n');
-        durable::replace(dir, INDEX_FILE, &bytes, durability)
+        durable::replace(path, temp, &bytes, durability)
     }
 }
 
@@ -432,34 +444,22 @@ fn check_state(s: &FileState) -> std::result::Result<(), String> {
     }
 }
 
-/// A workspace-relative path as the index stores it: `/`-separated names, none
-/// empty, `.` or `..`, no NUL.
-pub(crate) fn is_relative_path(p: &str) -> bool {
-    !p.is_empty()
-        && !p.contains('\0')
-        && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
-}
-
-/// The prefix of every temporary name turnback makes in a workspace.
-pub(crate) const TEMP_PREFIX: &str = ".turnback-";
-
-pub(crate) fn is_temp_name(name: &str) -> bool {
-    name.starts_with(TEMP_PREFIX)
-        && name.ends_with(".tmp")
-        && !name.contains('/')
-        && name.len() < 64
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// The index files of a session whose directory is `dir`.
+    fn at(dir: &tempfile::TempDir) -> crate::journal::Files {
+        let dir = crate::layout::SessionDir::at(dir.path().to_owned(), "s");
+        dir.index_files().clone()
+    }
 
     fn entry(seq: u64) -> Entry {
         entry_at(seq, "src/a.rs")
     }
 
     /// A committed entry of `path` in workspace `/w` (for tests here and in
-    /// `journal.rs`).
+    /// `journal/`).
     pub(crate) fn entry_at(seq: u64, path: &str) -> Entry {
         Entry {
             seq,
@@ -493,15 +493,17 @@ pub(crate) mod tests {
     fn round_trips_through_disk() {
         let dir = tempfile::tempdir().unwrap();
         let idx = index_with(vec![entry(1), entry(2)]);
-        idx.save(dir.path(), Durability::Full).unwrap();
-        assert_eq!(crate::journal::load(dir.path(), "s").unwrap(), idx);
+        let files = at(&dir);
+        idx.save(&files.index, &files.index_temp, Durability::Full)
+            .unwrap();
+        assert_eq!(crate::journal::load(&files, "s").unwrap(), idx);
     }
 
     #[test]
     fn a_missing_index_is_an_empty_session() {
         let dir = tempfile::tempdir().unwrap();
         assert!(
-            crate::journal::load(dir.path(), "s")
+            crate::journal::load(&at(&dir), "s")
                 .unwrap()
                 .entries
                 .is_empty()
@@ -511,10 +513,10 @@ pub(crate) mod tests {
     #[test]
     fn garbage_is_corrupt_and_left_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(INDEX_FILE);
+        let path = at(&dir).index;
         for bad in [&b"{\"format\":1,"[..], b"", b"[]", b"\xff\xfe"] {
             std::fs::write(&path, bad).unwrap();
-            let err = crate::journal::load(dir.path(), "s").unwrap_err();
+            let err = crate::journal::load(&at(&dir), "s").unwrap_err();
             assert!(matches!(err, Error::CorruptIndex { .. }), "{err}");
             assert_eq!(std::fs::read(&path).unwrap(), bad);
         }
@@ -568,13 +570,5 @@ pub(crate) mod tests {
         assert!(text.contains(r#""uid":1234,"gid":99"#), "{text}");
         assert_eq!(serde_json::from_str::<FileState>(&text).unwrap(), owned);
         assert_eq!(owned.owner(), Some((1234, 99)));
-    }
-
-    #[test]
-    fn relative_path_rules() {
-        assert!(is_relative_path("a/b.txt"));
-        for bad in ["", "/a", "a//b", "a/./b", "a/../b", "..", "a/"] {
-            assert!(!is_relative_path(bad), "{bad:?}");
-        }
     }
 }

@@ -92,6 +92,7 @@
 
 mod blobs;
 mod checkpoint;
+mod conflict;
 mod crash;
 mod diff;
 mod durable;
@@ -101,8 +102,13 @@ mod hash;
 mod home;
 mod index;
 mod journal;
+mod layout;
+mod listing;
 mod lock;
 mod marker;
+mod recovery;
+mod relpath;
+mod restore;
 mod retention;
 mod revert;
 mod session;
@@ -126,13 +132,14 @@ pub use index::{
     Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,
     Turn, WorkspaceRoot,
 };
+pub use listing::{ChoiceReason, ChosenSession, SessionChoice, SessionSummary};
 pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,
 };
 pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
-pub use store::{Options, SessionSummary, Store};
+pub use store::{Options, Store};
 pub use trust::Tightened;
 pub use turns::TurnSummary;
 pub use workspace::Workspace;

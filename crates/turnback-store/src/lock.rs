@@ -7,12 +7,73 @@
 //! open file description). The kernel drops a lock when its holder dies, so
 //! there are no stale locks to break.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fs4::TryLockError;
+use sha2::{Digest, Sha256};
+
+use crate::hash::to_hex;
+
+/// The store's `locks/` directory, which holds the lock of every workspace
+/// file and directory any session changes: one lock per real file, shared by
+/// all sessions, named by the file's absolute real path.
+#[derive(Debug, Clone)]
+pub(crate) struct LockDir(PathBuf);
+
+impl LockDir {
+    /// The lock directory at `path` (`<home>/locks`).
+    pub(crate) fn new(path: PathBuf) -> LockDir {
+        LockDir(path)
+    }
+
+    /// The directory itself.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The lock that serializes checkpoints of one real file across sessions,
+    /// named by the file's absolute real path, so that one file reached from two
+    /// nested workspaces has one lock.
+    pub(crate) fn file_lock_path(&self, file: &Path) -> PathBuf {
+        let mut h = Sha256::new();
+        h.update(file.as_os_str().as_encoded_bytes());
+        self.0.join(to_hex(&h.finalize()))
+    }
+
+    /// The lock of a workspace directory, named by its absolute real path
+    /// (with a `/` after it, so never a file's lock). Every writer that makes
+    /// new contents in the directory holds it shared, from before it walks
+    /// there until its file is in place; a revert removes an empty directory
+    /// only holding it exclusively (tried, never waited for). An unnamed
+    /// temporary does not make a directory non-empty, so without this a
+    /// revert could remove the directory a writer is about to name its file
+    /// in.
+    pub(crate) fn dir_lock_path(&self, dir: &Path) -> PathBuf {
+        let mut h = Sha256::new();
+        h.update(dir.as_os_str().as_encoded_bytes());
+        h.update(b"/");
+        self.0.join(to_hex(&h.finalize()))
+    }
+
+    /// Takes the locks of `files` with `take`, in the order of their lock
+    /// names, so that no two callers can deadlock.
+    pub(crate) fn lock_sorted<E>(
+        &self,
+        files: &BTreeSet<PathBuf>,
+        mut take: impl FnMut(&Path) -> Result<LockGuard, E>,
+    ) -> Result<Vec<LockGuard>, E> {
+        let mut by_lock: Vec<_> = files
+            .iter()
+            .map(|file| (self.file_lock_path(file), file))
+            .collect();
+        by_lock.sort();
+        by_lock.iter().map(|(_, file)| take(file)).collect()
+    }
+}
 
 /// A held lock; dropping it releases the lock.
 #[derive(Debug)]
@@ -88,7 +149,7 @@ pub(crate) fn acquire(
     };
     if let (Mode::Exclusive, Some(holder)) = (mode, holder) {
         // Best effort: the note only improves a "busy" message.
-        let _ = std::os::unix::fs::FileExt::write_all_at(&file, &holder_note(holder), 0);
+        let _ = crate::sys::write_at(&file, &holder_note(holder), 0);
     }
     Ok(LockGuard { file })
 }

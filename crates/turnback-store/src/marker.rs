@@ -15,25 +15,19 @@
 //! hold: a revert run again after the crash starts from the beginning, and its
 //! redo puts back every file.
 //!
-//! This module never puts back a file that is not exactly as the dead revert
-//! left it (someone changed it since: it stays), and never waits for a file's
-//! lock while the caller holds the session's (it only tries; a file whose lock
-//! is busy keeps the marker for the next time).
-
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+//! This module is the marker's format: writing it, reading it (either
+//! version), removing it. Settling a dead revert's marker is `recovery.rs`'s,
+//! which never puts back a file that is not exactly as the dead revert left
+//! it (someone changed it since: it stays), and never waits for a file's lock
+//! while the caller holds the session's (it only tries; a file whose lock is
+//! busy keeps the marker for the next time).
 
 use serde::{Deserialize, Serialize};
 
 use crate::durable::{self, Durability};
 use crate::error::Result;
-use crate::index::{FileState, Index, WorkspaceRoot, is_relative_path, is_temp_name};
-use crate::lock;
-use crate::session::Session;
-use crate::workspace::Workspace;
-
-/// The marker's file name in the session directory.
-pub(crate) const MARKER: &str = "reverting.json";
+use crate::index::{FileState, Index, WorkspaceRoot};
+use crate::layout::SessionDir;
 
 /// The marker as written since format 3 kept what each file held.
 #[derive(Serialize, Deserialize)]
@@ -74,7 +68,7 @@ pub(crate) enum DoneWhen {
 }
 
 impl DoneWhen {
-    fn holds(&self, idx: &Index) -> bool {
+    pub(crate) fn holds(&self, idx: &Index) -> bool {
         match self {
             DoneWhen::EntriesGone(seqs) => seqs.iter().all(|&s| idx.entry(s).is_none()),
             DoneWhen::RecordGone(id) => !idx.history.iter().any(|r| r.id == *id),
@@ -98,36 +92,40 @@ enum OnDisk {
 }
 
 /// Writes the marker durably, before the revert touches any file.
-pub(crate) fn write(session_dir: &Path, files: Vec<MarkedFile>) -> Result<()> {
+pub(crate) fn write(dir: &SessionDir, files: Vec<MarkedFile>) -> Result<()> {
     let marker = Marker { version: 2, files };
     let bytes = serde_json::to_vec(&marker).expect("a marker always serializes");
-    durable::replace(session_dir, MARKER, &bytes, Durability::Full)
+    durable::replace(
+        &dir.marker_path(),
+        &dir.marker_temp_path(),
+        &bytes,
+        Durability::Full,
+    )
 }
 
 /// True when a marker is there: a revert died, or one is under way.
-pub(crate) fn exists(session_dir: &Path) -> bool {
-    std::fs::symlink_metadata(session_dir.join(MARKER)).is_ok()
+pub(crate) fn exists(dir: &SessionDir) -> bool {
+    std::fs::symlink_metadata(dir.marker_path()).is_ok()
 }
 
 /// Removes the marker once the revert's change of the index is recorded.
-pub(crate) fn remove(session_dir: &Path) {
-    let _ = std::fs::remove_file(session_dir.join(MARKER));
+pub(crate) fn remove(dir: &SessionDir) {
+    let _ = std::fs::remove_file(dir.marker_path());
 }
 
-/// Settles what a dead revert left (see the module's documentation), for a
-/// caller holding the session's exclusive lock and the file locks of `held`.
-/// `idx` is the index as on disk now. Best effort: what it cannot settle now
-/// (a file whose lock is busy) keeps the marker for the next lock holder.
-pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<PathBuf>>) {
-    let path = session.dir().join(MARKER);
+/// The files the marker lists, if there is one that could be read (`None`:
+/// none, or one that is not this user's own file, or a symbolic link). A
+/// marker that does not parse lists nothing.
+pub(crate) fn read(dir: &SessionDir) -> Option<Vec<MarkedFile>> {
+    let path = dir.marker_path();
     // Never through a symbolic link, and only the user's own file.
     let Ok(bytes) = crate::trust::open_read(&path).and_then(|mut f| {
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut f, &mut bytes).map(|_| bytes)
     }) else {
-        return;
+        return None;
     };
-    let files = match serde_json::from_slice::<OnDisk>(&bytes) {
+    Some(match serde_json::from_slice::<OnDisk>(&bytes) {
         Ok(OnDisk::Files(m)) => m.files,
         Ok(OnDisk::Temps(temps)) => temps
             .into_iter()
@@ -144,48 +142,7 @@ pub(crate) fn settle(session: &Session, idx: &Index, held: Option<&BTreeSet<Path
         // does not parse was not written by turnback, and names nothing this
         // module may delete.
         Err(_) => Vec::new(),
-    };
-    let mut pending = false;
-    for f in &files {
-        if !is_relative_path(&f.path) || !is_temp_name(&f.temp) {
-            continue;
-        }
-        let Ok(ws) = Workspace::reopen(&f.workspace) else {
-            continue;
-        };
-        let file = ws.root().join(&f.path);
-        let _guard = if held.is_some_and(|h| h.contains(&file)) {
-            None
-        } else {
-            match lock::try_acquire(&session.store().file_lock_path(&file)) {
-                Ok(Some(guard)) => Some(guard),
-                _ => {
-                    pending = true;
-                    continue;
-                }
-            }
-        };
-        if let Ok(Some(parent)) = ws.parent_of(&f.path, false) {
-            parent.remove_temp(&f.temp);
-        }
-        if f.done_when.holds(idx) {
-            continue;
-        }
-        let Some(found) = &f.overwritten else {
-            continue;
-        };
-        let Ok(now) = ws.current_state(&f.path) else {
-            continue;
-        };
-        if now.same_state(&f.target) && !now.same_state(found) {
-            // Best effort: a backup that cannot be read back leaves the file
-            // at the revert's target, which is a version the session holds.
-            let _ = crate::revert::write_state(session, &ws, &f.path, found, f.temp.clone());
-        }
-    }
-    if !pending {
-        remove(session.dir());
-    }
+    })
 }
 
 #[cfg(test)]

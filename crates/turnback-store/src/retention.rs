@@ -14,9 +14,9 @@ use std::time::{Duration, SystemTime};
 
 use time::OffsetDateTime;
 
-use crate::blobs::Blobs;
 use crate::error::{Error, Result};
-use crate::lock;
+use crate::layout::{PRUNED_PREFIX, SessionDir};
+use crate::lock::Mode;
 use crate::session_id::random_u64;
 use crate::store::Store;
 
@@ -83,16 +83,14 @@ struct Candidate {
 struct Seen([Option<crate::sys::FileVersion>; 2]);
 
 impl Seen {
-    fn of(dir: &Path) -> Seen {
-        let look = |name: &str| {
-            std::fs::symlink_metadata(dir.join(name))
+    fn of(dir: &SessionDir) -> Seen {
+        let look = |path: &Path| {
+            std::fs::symlink_metadata(path)
                 .ok()
                 .map(|m| crate::sys::version_of(&m))
         };
-        Seen([
-            look(crate::index::INDEX_FILE),
-            look(crate::journal::JOURNAL_FILE),
-        ])
+        let files = dir.index_files();
+        Seen([look(&files.index), look(&files.journal)])
     }
 }
 
@@ -108,29 +106,21 @@ impl Store {
         let now = SystemTime::now();
         let mut candidates: Vec<Candidate> = Vec::new();
         for id in self.session_ids()? {
-            let dir = self.sessions_dir().join(&id);
+            let dir = self.session_dir(&id);
             // The index (snapshot or journal) changes with every write and
             // undo; the directory stands in for a session that never wrote one.
-            let modified =
-                |name: &str| std::fs::symlink_metadata(dir.join(name)).and_then(|m| m.modified());
-            let last_change = [
-                modified(crate::index::INDEX_FILE),
-                modified(crate::journal::JOURNAL_FILE),
-            ]
-            .into_iter()
-            .flatten()
-            .max()
-            .or_else(|| {
-                std::fs::symlink_metadata(&dir)
-                    .and_then(|m| m.modified())
-                    .ok()
-            })
-            .unwrap_or(now);
+            let modified = |path: &Path| std::fs::symlink_metadata(path).and_then(|m| m.modified());
+            let files = dir.index_files();
+            let last_change = [modified(&files.index), modified(&files.journal)]
+                .into_iter()
+                .flatten()
+                .max()
+                .or_else(|| modified(dir.path()).ok())
+                .unwrap_or(now);
             let seen = Seen::of(&dir);
             // A session directory someone else could have planted or changed
             // is kept, like one whose index cannot be read.
-            let readable =
-                crate::trust::check_dir(&dir).is_ok() && crate::journal::load(&dir, &id).is_ok();
+            let readable = dir.is_readable();
             candidates.push(Candidate {
                 id,
                 last_change,
@@ -177,24 +167,24 @@ impl Store {
         report: &mut PruneReport,
     ) -> Result<bool> {
         let (id, last_change) = (c.id.as_str(), c.last_change);
-        let dir = self.sessions_dir().join(id);
-        let Ok(Some(live)) = lock::try_acquire(&dir.join(crate::session::LIVE_FILE)) else {
+        let dir = self.session_dir(id);
+        let Some(live) = dir.try_lock_live() else {
             return Ok(false);
         };
-        let Ok(Some(guard)) = lock::try_acquire(&dir.join("lock")) else {
+        let Some(guard) = dir.try_lock(Mode::Exclusive) else {
             return Ok(false);
         };
-        if Seen::of(&dir) != c.seen || crate::journal::load(&dir, id).is_err() {
+        if Seen::of(&dir) != c.seen || dir.load().is_err() {
             return Ok(false);
         }
-        let bytes = crate::store::dir_size(&dir.join("blobs"));
+        let bytes = dir.blob_bytes();
         if !dry_run {
             // Renamed away first, under the lock, so the session vanishes at once
             // and a half-finished delete is never mistaken for a session.
             let trash = self
                 .sessions_dir()
-                .join(format!(".pruned-{id}-{:08x}", random_u64() as u32));
-            std::fs::rename(&dir, &trash).map_err(Error::io("remove session", &dir))?;
+                .join(format!("{PRUNED_PREFIX}{id}-{:08x}", random_u64() as u32));
+            std::fs::rename(dir.path(), &trash).map_err(Error::io("remove session", dir.path()))?;
             drop((guard, live));
             std::fs::remove_dir_all(&trash).map_err(Error::io("delete", &trash))?;
         }
@@ -212,12 +202,12 @@ impl Store {
         retention: &Retention,
         dry_run: bool,
     ) -> (usize, u64) {
-        let dir = self.sessions_dir().join(id);
+        let dir = self.session_dir(id);
         // A session busy right now is collected next time.
-        let Ok(Some(_guard)) = lock::try_acquire(&dir.join("lock")) else {
+        let Some(_guard) = dir.try_lock(Mode::Exclusive) else {
             return (0, 0);
         };
-        let Ok(idx) = crate::journal::load(&dir, id) else {
+        let Ok(idx) = dir.load() else {
             return (0, 0);
         };
         // Entries in effect, and what the revert history keeps for redo.
@@ -237,7 +227,8 @@ impl Store {
             .filter_map(|s| s.sha256.as_deref())
             .collect();
         let older_than = SystemTime::now() - retention.blob_grace;
-        Blobs::new(dir.join("blobs")).collect_garbage(&referenced, older_than, dry_run)
+        dir.blobs()
+            .collect_garbage(&referenced, older_than, dry_run)
     }
 
     /// Finishes deletes that a crash interrupted.
@@ -246,7 +237,7 @@ impl Store {
             return;
         };
         for e in read.flatten() {
-            if e.file_name().to_string_lossy().starts_with(".pruned-") && !dry_run {
+            if e.file_name().to_string_lossy().starts_with(PRUNED_PREFIX) && !dry_run {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
@@ -362,8 +353,8 @@ mod tests {
         let dir = home.path().join("sessions/s");
         // A prune holds `live` and renames the session away while a handle
         // that opened `live` just before waits for its shared lock.
-        let live = dir.join(crate::session::LIVE_FILE);
-        let pruning = lock::try_acquire(&live).unwrap().unwrap();
+        let live = store.session_dir("s").live_path();
+        let pruning = crate::lock::try_acquire(&live).unwrap().unwrap();
         let opener = {
             let store = store.clone();
             std::thread::spawn(move || store.open_session("s").unwrap())
@@ -398,7 +389,7 @@ mod tests {
         )
         .unwrap();
         age(b.dir(), 400);
-        let _held = b.lock_session(lock::Mode::Exclusive).unwrap();
+        let _held = b.lock_session(Mode::Exclusive).unwrap();
         let none = Retention {
             keep_recent: 0,
             ..Retention::default()

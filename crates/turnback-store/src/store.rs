@@ -1,25 +1,17 @@
-//! The store home: where sessions live, how they are found, and the per-file
-//! locks shared by every session.
-//!
-//! ```text
-//! <home>/sessions/<id>/{lock, index.json, blobs/}
-//! <home>/locks/<sha256 of the file's real path>
-//! ```
+//! The store home: where it is, its tunables, the trust checks of its
+//! directories before they are used, and the locks of workspace files and
+//! directories shared by every session. (`layout.rs` names what is where;
+//! listing the sessions is `listing.rs`.)
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-use time::OffsetDateTime;
-
 use crate::error::{Error, Result};
-use crate::hash::to_hex;
 use crate::home;
-use crate::index::{Entry, Index};
-use crate::lock::{self, Mode};
-use crate::session::Session;
-use crate::session_id;
+use crate::layout::{LOCKS_DIR, SESSIONS_DIR, SessionDir};
+use crate::lock::{self, LockDir, LockError, LockGuard, Mode};
+use crate::relpath::RelPath;
 use crate::trust::{self, Tightened};
 use crate::workspace::Workspace;
 
@@ -47,6 +39,8 @@ impl Default for Options {
 #[derive(Debug, Clone)]
 pub struct Store {
     home: PathBuf,
+    /// `<home>/locks`.
+    locks: LockDir,
     options: Options,
     /// Set once the home and `locks/` passed their check (`trust.rs`): a
     /// writer takes a file lock for every change, and the check need not
@@ -56,25 +50,6 @@ pub struct Store {
     notices: Arc<Mutex<Vec<Tightened>>>,
     /// The home's real path, once it exists (`refuse_inside`).
     real_home: Arc<OnceLock<PathBuf>>,
-}
-
-/// One session as [`Store::sessions`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionSummary {
-    /// The session id.
-    pub id: String,
-    /// The workspace roots its entries (in effect or undone) are in.
-    pub workspaces: Vec<PathBuf>,
-    /// How many entries it holds (in effect; undone ones are not counted).
-    pub entries: usize,
-    /// When its newest entry, or its newest undo, revert or rewind not yet
-    /// redone, was made.
-    pub last_change: Option<OffsetDateTime>,
-    /// Bytes of backups it keeps.
-    pub bytes: u64,
-    /// Why its index could not be read, if it could not (the session is listed
-    /// anyway, and nothing of it is changed).
-    pub problem: Option<String>,
 }
 
 impl Store {
@@ -89,8 +64,10 @@ impl Store {
     /// cannot move the store.
     pub fn new(home: impl Into<PathBuf>) -> Store {
         let home = home.into();
+        let home = std::path::absolute(&home).unwrap_or(home);
         Store {
-            home: std::path::absolute(&home).unwrap_or(home),
+            locks: LockDir::new(home.join(LOCKS_DIR)),
+            home,
             options: Options::default(),
             locks_checked: Arc::new(OnceLock::new()),
             notices: Arc::new(Mutex::new(Vec::new())),
@@ -114,8 +91,18 @@ impl Store {
         &self.options
     }
 
+    /// The locks of the workspace files and directories the sessions change.
+    pub(crate) fn locks(&self) -> &LockDir {
+        &self.locks
+    }
+
     pub(crate) fn sessions_dir(&self) -> PathBuf {
-        self.home.join("sessions")
+        self.home.join(SESSIONS_DIR)
+    }
+
+    /// Session `id`'s directory (which may not exist yet).
+    pub(crate) fn session_dir(&self, id: &str) -> SessionDir {
+        SessionDir::new(&self.sessions_dir(), id)
     }
 
     /// The store directories this handle (or a clone, or a session of it)
@@ -146,12 +133,12 @@ impl Store {
     /// directory and its `blobs/`, before they are used: each that exists must
     /// be a real directory of this user that no one else may write
     /// ([`Error::UnsafeStore`]); one that others may read is made private.
-    pub(crate) fn check_session_dirs(&self, session_dir: Option<&Path>) -> Result<()> {
+    pub(crate) fn check_session_dirs(&self, session_dir: Option<&SessionDir>) -> Result<()> {
         self.secure(&self.home, true)?;
         self.secure(&self.sessions_dir(), false)?;
         if let Some(dir) = session_dir {
-            self.secure(dir, false)?;
-            self.secure(&dir.join("blobs"), false)?;
+            self.secure(dir.path(), false)?;
+            self.secure(&dir.blobs_path(), false)?;
         }
         Ok(())
     }
@@ -164,231 +151,12 @@ impl Store {
             return Ok(());
         }
         self.secure(&self.home, true)?;
-        let locks = self.home.join("locks");
-        self.secure(&locks, false)?;
+        let locks = self.locks.path();
+        self.secure(locks, false)?;
         if locks.is_dir() {
             let _ = self.locks_checked.set(());
         }
         Ok(())
-    }
-
-    /// Opens the session `id`, new or existing. A new session is created on disk
-    /// with its first change, so a call that fails leaves no empty session.
-    pub fn session(&self, id: &str) -> Result<Session> {
-        session_id::validate(id)?;
-        let dir = self.sessions_dir().join(id);
-        Session::open(self.clone(), id.to_owned(), dir)
-    }
-
-    /// Opens the existing session `id`: [`Error::SessionNotFound`] if there is none.
-    pub fn open_session(&self, id: &str) -> Result<Session> {
-        session_id::validate(id)?;
-        let dir = self.sessions_dir().join(id);
-        if !dir.is_dir() {
-            return Err(Error::SessionNotFound {
-                session: id.to_owned(),
-                home: self.home.clone(),
-            });
-        }
-        Session::open(self.clone(), id.to_owned(), dir)
-    }
-
-    /// Starts a new session with a generated id, sortable by time.
-    pub fn new_session(&self) -> Result<Session> {
-        self.session(&session_id::generate())
-    }
-
-    /// The ids of every session in the home, sorted.
-    pub fn session_ids(&self) -> Result<Vec<String>> {
-        self.check_session_dirs(None)?;
-        let dir = self.sessions_dir();
-        let read = match std::fs::read_dir(&dir) {
-            Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("list sessions in", &dir)(e)),
-        };
-        let mut ids: Vec<String> = read
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|id| session_id::validate(id).is_ok())
-            .collect();
-        ids.sort();
-        Ok(ids)
-    }
-
-    /// Every session of the home with its workspaces, size and last change,
-    /// newest change last (those without one first; ties in id order).
-    pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
-        let mut out = Vec::new();
-        for id in self.session_ids()? {
-            let dir = self.sessions_dir().join(&id);
-            let bytes = dir_size(&dir.join("blobs"));
-            let summary = match self.read_index(&id) {
-                Ok(idx) => {
-                    // Undone entries count for where a session works and when it
-                    // last did something: a person may still want to redo them.
-                    let recorded = idx.history.iter().flat_map(|r| &r.entries);
-                    let mut workspaces: Vec<PathBuf> = Vec::new();
-                    for e in idx.entries.iter().chain(recorded) {
-                        if !workspaces.contains(&e.workspace.path) {
-                            workspaces.push(e.workspace.path.clone());
-                        }
-                    }
-                    let changes = idx.entries.iter().map(|e| e.time);
-                    let reverts = idx.history.iter().map(|r| r.time);
-                    SessionSummary {
-                        id,
-                        workspaces,
-                        entries: idx.entries.len(),
-                        last_change: changes.chain(reverts).max(),
-                        bytes,
-                        problem: None,
-                    }
-                }
-                Err(e) => SessionSummary {
-                    id,
-                    workspaces: Vec::new(),
-                    entries: 0,
-                    last_change: None,
-                    bytes,
-                    problem: Some(e.to_string()),
-                },
-            };
-            out.push(summary);
-        }
-        out.sort_by(|a, b| a.last_change.cmp(&b.last_change).then(a.id.cmp(&b.id)));
-        Ok(out)
-    }
-
-    /// The session that changed `path` (in `workspace`) last, across every session
-    /// of the home: what `turnback revert FILE` uses when no session is named.
-    /// Sessions whose index cannot be read are skipped.
-    pub fn latest_session_for(
-        &self,
-        workspace: &Workspace,
-        path: impl AsRef<Path>,
-    ) -> Result<Option<String>> {
-        let path = path.as_ref();
-        let candidates = crate::revert::candidate_files(workspace, path)?;
-        let newest = self.newest_entry_where(None, |e| candidates.contains(&e.absolute_path()))?;
-        Ok(newest.map(|(id, _)| id))
-    }
-
-    /// The session a person working in `dir` most likely means: the one whose
-    /// newest change to a file under `dir` (an entry in effect, or one an
-    /// undo, revert or rewind took back, which redo can put back) is the
-    /// newest of all, by its time or that revert's. A session whose workspace
-    /// merely contains `dir` (a parent directory) but changed nothing under it
-    /// is not one. What `turnback undo`, `rewind`, `log` and `diff` use when no
-    /// session is named. Sessions whose index cannot be read are skipped.
-    pub fn latest_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
-        let dir = dir.as_ref();
-        self.newest_session_by(|idx| {
-            let in_effect = idx
-                .entries
-                .iter()
-                .filter(|e| e.absolute_path().starts_with(dir))
-                .map(|e| e.time);
-            let taken_back = idx
-                .history
-                .iter()
-                .filter(|r| touches_under(r, dir))
-                .map(|r| r.time);
-            in_effect.chain(taken_back).max()
-        })
-    }
-
-    /// The session whose newest undo, revert or rewind of a file under `dir`
-    /// is the newest of all (by the record's time): what `turnback redo` takes
-    /// back when no session is named. Sessions whose index cannot be read are
-    /// skipped.
-    pub fn latest_redo_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
-        let dir = dir.as_ref();
-        self.newest_session_by(|idx| {
-            idx.history
-                .iter()
-                .filter(|r| touches_under(r, dir))
-                .map(|r| r.time)
-                .max()
-        })
-    }
-
-    /// The session for which `when` gives the newest time (ties: the larger
-    /// id), among those it gives one for.
-    fn newest_session_by(
-        &self,
-        when: impl Fn(&Index) -> Option<OffsetDateTime>,
-    ) -> Result<Option<String>> {
-        let mut best: Option<(OffsetDateTime, String)> = None;
-        for id in self.session_ids()? {
-            let Ok(idx) = self.read_index(&id) else {
-                continue;
-            };
-            if let Some(t) = when(&idx)
-                && best.as_ref().is_none_or(|(b, _)| t >= *b)
-            {
-                best = Some((t, id));
-            }
-        }
-        Ok(best.map(|(_, id)| id))
-    }
-
-    /// The newest entry in effect, across every session of the home, that
-    /// `wanted` accepts, with its session's id. Sessions whose index cannot be
-    /// read are skipped. A caller that holds the lock of session `holding`
-    /// (a revert naming who changed a file) says so: that session is read
-    /// without taking its lock again, which would wait for itself, and no
-    /// other session's lock is waited for, since its holder may be waiting for
-    /// the caller's in the same way; a busy one is read without its lock (the
-    /// answer is only a hint in an error message).
-    pub(crate) fn newest_entry_where(
-        &self,
-        holding: Option<&str>,
-        wanted: impl Fn(&Entry) -> bool,
-    ) -> Result<Option<(String, Entry)>> {
-        let mut best: Option<(String, Entry)> = None;
-        for id in self.session_ids()? {
-            let dir = self.sessions_dir().join(&id);
-            if crate::trust::check_dir(&dir).is_err() {
-                continue;
-            }
-            let idx = match holding {
-                None => self.read_index(&id),
-                Some(_) => {
-                    let mine = holding == Some(id.as_str());
-                    let _guard = match mine {
-                        true => None,
-                        false => lock::try_acquire_as(&dir.join("lock"), Mode::Shared)
-                            .ok()
-                            .flatten(),
-                    };
-                    crate::journal::load(&dir, &id)
-                }
-            };
-            let Ok(idx) = idx else {
-                continue;
-            };
-            for e in idx.entries.into_iter().filter(|e| wanted(e)) {
-                if best
-                    .as_ref()
-                    .is_none_or(|(_, b)| (e.time, e.seq) > (b.time, b.seq))
-                {
-                    best = Some((id.clone(), e));
-                }
-            }
-        }
-        Ok(best)
-    }
-
-    /// Session `id`'s whole index, read under its shared lock: another process
-    /// may be in the middle of a change, or of folding its journal into a new
-    /// `index.json`, and a read between the two files could miss entries.
-    fn read_index(&self, id: &str) -> Result<Index> {
-        let dir = self.sessions_dir().join(id);
-        crate::trust::check_dir(&dir)?;
-        let _guard = crate::session::lock_session_dir(self, id, &dir, Mode::Shared)?;
-        crate::journal::load(&dir, id)
     }
 
     /// [`Error::InsideStore`] when the file at the absolute real path `file`
@@ -411,51 +179,80 @@ impl Store {
         }
         Ok(())
     }
-
-    /// The lock that serializes checkpoints of one real file across sessions,
-    /// named by the file's absolute real path, so that one file reached from two
-    /// nested workspaces has one lock.
-    pub(crate) fn file_lock_path(&self, file: &Path) -> PathBuf {
-        let mut h = Sha256::new();
-        h.update(file.as_os_str().as_encoded_bytes());
-        self.home.join("locks").join(to_hex(&h.finalize()))
-    }
-
-    /// The lock of a workspace directory, named by its absolute real path
-    /// (with a `/` after it, so never a file's lock). Every writer that makes
-    /// new contents in the directory holds it shared, from before it walks
-    /// there until its file is in place; a revert removes an empty directory
-    /// only holding it exclusively (tried, never waited for). An unnamed
-    /// temporary does not make a directory non-empty, so without this a
-    /// revert could remove the directory a writer is about to name its file
-    /// in.
-    pub(crate) fn dir_lock_path(&self, dir: &Path) -> PathBuf {
-        let mut h = Sha256::new();
-        h.update(dir.as_os_str().as_encoded_bytes());
-        h.update(b"/");
-        self.home.join("locks").join(to_hex(&h.finalize()))
-    }
 }
 
-/// True when the revert `r` took back or restored a file under `dir`.
-fn touches_under(r: &crate::index::RevertRecord, dir: &Path) -> bool {
-    r.files
-        .iter()
-        .map(|f| f.workspace.path.join(&f.path))
-        .chain(r.entries.iter().map(Entry::absolute_path))
-        .any(|f| f.starts_with(dir))
-}
+/// The locks of the workspace files and directories that sessions change,
+/// taken in a holder's name (a session, as [`crate::Session`] says who it is).
+impl Store {
+    /// Takes the lock of the workspace file at the absolute real path
+    /// `file` (shared by every session), waiting at most the file lock
+    /// timeout: then [`Error::FileBusy`], naming whoever holds it.
+    pub(crate) fn lock_file(&self, file: &Path, holder: &str) -> Result<LockGuard> {
+        let path = self.locks.file_lock_path(file);
+        self.take_lock(&path, file, Mode::Exclusive, holder)
+    }
 
-pub(crate) fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|r| {
-            r.filter_map(|e| e.ok())
-                .filter_map(|e| e.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
+    /// Takes, shared, the lock of the directory that holds `rel` in
+    /// `workspace` (see [`LockDir::dir_lock_path`]), for a writer about to
+    /// make new contents there; `None` for a file at the root, which is never
+    /// removed.
+    pub(crate) fn lock_parent_dir(
+        &self,
+        workspace: &Workspace,
+        rel: &RelPath,
+        holder: &str,
+    ) -> Result<Option<LockGuard>> {
+        let Some(dir) = rel.parent() else {
+            return Ok(None);
+        };
+        let dir = dir.under(workspace.root());
+        let path = self.locks.dir_lock_path(&dir);
+        self.take_lock(&path, &dir, Mode::Shared, holder).map(Some)
+    }
+
+    /// The lock of the workspace file at the absolute real path `file` if no
+    /// one holds it now: what settling a dead writer's change needs (its
+    /// caller holds a session's lock, so never waits for a file's).
+    pub(crate) fn try_lock_file(&self, file: &Path) -> Option<LockGuard> {
+        lock::try_acquire(&self.locks.file_lock_path(file))
+            .ok()
+            .flatten()
+    }
+
+    /// The exclusive lock of workspace directory `dir` if no writer holds it
+    /// now: what removing the directory needs.
+    pub(crate) fn try_lock_dir(&self, dir: &Path) -> Option<LockGuard> {
+        lock::try_acquire(&self.locks.dir_lock_path(dir))
+            .ok()
+            .flatten()
+    }
+
+    /// Removes the directories `dirs` of `workspace` (outermost first) that
+    /// are empty and that no writer is using.
+    pub(crate) fn remove_unused_dirs(
+        &self,
+        workspace: &Workspace,
+        dirs: &[RelPath],
+    ) -> Vec<RelPath> {
+        workspace.remove_empty_dirs(dirs, |d| self.try_lock_dir(&d.under(workspace.root())))
+    }
+
+    /// Takes the lock at `path` (in `<home>/locks/`), of the workspace file or
+    /// directory `of`, for `holder`, waiting at most the file lock timeout.
+    fn take_lock(&self, path: &Path, of: &Path, mode: Mode, holder: &str) -> Result<LockGuard> {
+        let locks = path.parent().expect("lock paths have a parent");
+        self.check_locks_dir()?;
+        crate::sys::create_store_dir_all(locks).map_err(Error::io("create directory", locks))?;
+        lock::acquire(path, mode, self.options.file_lock_timeout, Some(holder)).map_err(|e| match e
+        {
+            LockError::TimedOut { waited, holder } => Error::FileBusy {
+                path: of.to_owned(),
+                holder,
+                waited,
+            },
+            LockError::Io(e) => trust::store_io("lock", path)(e),
         })
-        .unwrap_or(0)
+    }
 }
 
 #[cfg(test)]
@@ -469,88 +266,5 @@ mod tests {
         let cwd = std::env::current_dir().unwrap();
         assert_eq!(store.home(), cwd.join("rel/store"));
         assert!(store.session("s").unwrap().dir().is_absolute());
-    }
-
-    #[test]
-    fn listing_waits_for_a_session_in_the_middle_of_a_change() {
-        let home = tempfile::tempdir().unwrap();
-        let wsdir = tempfile::tempdir().unwrap();
-        let store = Store::new(home.path()).with_options(Options {
-            session_lock_timeout: Duration::from_millis(50),
-            ..Options::default()
-        });
-        let s = store.session("s").unwrap();
-        let ws = Workspace::open(wsdir.path()).unwrap();
-        s.write(&ws, "f", &b"x"[..], "m").unwrap();
-        // Another process in the middle of a change holds the lock: the
-        // listing does not read the session's files meanwhile.
-        let path = s.dir().join("lock");
-        let held = crate::lock::acquire(&path, Mode::Exclusive, Duration::ZERO, None).unwrap();
-        let listed = store.sessions().unwrap();
-        let problem = listed[0].problem.as_deref().unwrap_or_default();
-        assert!(problem.contains("busy"), "{problem:?}");
-        assert_eq!(store.latest_session_for(&ws, "f").unwrap(), None);
-        drop(held);
-        assert_eq!(store.sessions().unwrap()[0].entries, 1);
-        assert_eq!(
-            store.latest_session_for(&ws, "f").unwrap().as_deref(),
-            Some("s")
-        );
-    }
-
-    #[test]
-    fn a_refusal_names_a_change_of_the_reverting_session_itself() {
-        // The revert holds its own session's lock while it asks which change
-        // made the file what it is: its own session must be read then too,
-        // without waiting for the lock it holds.
-        let home = tempfile::tempdir().unwrap();
-        let wsdir = tempfile::tempdir().unwrap();
-        let store = Store::new(home.path()).with_options(Options {
-            session_lock_timeout: Duration::from_millis(200),
-            ..Options::default()
-        });
-        let s = store.session("s").unwrap();
-        let ws = Workspace::open(wsdir.path()).unwrap();
-        let plain = crate::RevertOptions::default();
-        s.write(&ws, "f", &b"one"[..], "m1").unwrap();
-        s.undo(plain).unwrap();
-        s.write(&ws, "f", &b"three"[..], "m3").unwrap();
-        let Err(Error::Refused { conflicts, .. }) = s.redo(plain) else {
-            panic!("the redo was not refused");
-        };
-        let reason = &conflicts[0].reason;
-        let crate::ConflictReason::ChangedSince { by: Some(by) } = reason else {
-            panic!("no changer named: {reason:?}");
-        };
-        assert_eq!((by.session.as_str(), by.message_id.as_str()), ("s", "m3"));
-    }
-
-    #[test]
-    fn a_refusal_does_not_wait_for_another_sessions_lock_to_name_it() {
-        // Two agents reverting at once each hold their own session's lock while
-        // they name who changed a file; waiting for each other's would stall
-        // both until the timeout. The other session is read without its lock.
-        let home = tempfile::tempdir().unwrap();
-        let wsdir = tempfile::tempdir().unwrap();
-        let store = Store::new(home.path()).with_options(Options {
-            session_lock_timeout: Duration::from_millis(500),
-            ..Options::default()
-        });
-        let (a, b) = (store.session("a").unwrap(), store.session("b").unwrap());
-        let ws = Workspace::open(wsdir.path()).unwrap();
-        let plain = crate::RevertOptions::default();
-        b.write(&ws, "f", &b"one"[..], "m1").unwrap();
-        b.undo(plain).unwrap();
-        a.write(&ws, "f", &b"two"[..], "m2").unwrap();
-        let path = a.dir().join("lock");
-        let _held = crate::lock::acquire(&path, Mode::Exclusive, Duration::ZERO, None).unwrap();
-        let Err(Error::Refused { conflicts, .. }) = b.redo(plain) else {
-            panic!("the redo was not refused");
-        };
-        let reason = &conflicts[0].reason;
-        let crate::ConflictReason::ChangedSince { by: Some(by) } = reason else {
-            panic!("no changer named: {reason:?}");
-        };
-        assert_eq!((by.session.as_str(), by.message_id.as_str()), ("a", "m2"));
     }
 }

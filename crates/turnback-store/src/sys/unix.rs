@@ -204,6 +204,12 @@ pub(crate) fn is_at(file: &File, path: &std::path::Path) -> bool {
     }
 }
 
+/// Writes all of `bytes` into `file` at `offset`, leaving the file position
+/// and the rest of the file as they are.
+pub(crate) fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+}
+
 /// This process's effective uid: whose store and workspaces it trusts.
 pub(crate) fn euid() -> u32 {
     rustix::process::geteuid().as_raw()

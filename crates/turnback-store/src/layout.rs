@@ -1,0 +1,227 @@
+//! Where everything is in a store home, and the ways to read a session's
+//! index: every name of the store's directories and files is spelled here
+//! and nowhere else.
+//!
+//! ```text
+//! <home>/sessions/<id>/lock                the session's lock (never replaced)
+//! <home>/sessions/<id>/live                locked shared by every open handle
+//! <home>/sessions/<id>/index.json          the index's snapshot (via index.json.tmp)
+//! <home>/sessions/<id>/journal.jsonl       every change since the snapshot
+//! <home>/sessions/<id>/reverting.json      a revert under way (via reverting.json.tmp)
+//! <home>/sessions/<id>/blobs/<sha256>      the backups (`blobs.rs` names what is inside)
+//! <home>/sessions/.pruned-<id>-<random>    a session prune is deleting
+//! <home>/locks/<sha256>                    a workspace file's or directory's lock
+//! ```
+//!
+//! An index is read in one of four ways, each for one kind of caller (a
+//! handle's own cache, brought up to date under the lock of each of its
+//! operations, is `journal/`'s): [`SessionDir::load`] by a caller holding the
+//! session's lock, [`SessionDir::read_index`] under a shared lock taken for
+//! the read, [`SessionDir::read_index_for_hint`] by a caller that may hold a
+//! session's lock and must wait for none, and [`SessionDir::is_readable`],
+//! prune's look without a lock, which it decides again under the locks.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::blobs::Blobs;
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::journal::{self, Files};
+use crate::lock::{self, LockError, LockGuard, Mode};
+use crate::trust;
+
+/// The directory of a home that holds the sessions.
+pub(crate) const SESSIONS_DIR: &str = "sessions";
+
+/// The directory of a home that holds the locks of workspace files and
+/// directories (`lock.rs`, `LockDir`).
+pub(crate) const LOCKS_DIR: &str = "locks";
+
+/// The name prefix of a session directory that prune renamed away to delete.
+pub(crate) const PRUNED_PREFIX: &str = ".pruned-";
+
+/// The session's lock: shared to read the index, exclusive to change it.
+/// Never replaced or deleted while the session exists.
+const LOCK_FILE: &str = "lock";
+
+/// The file in a session's directory that every handle using the directory
+/// holds a shared lock on, and prune an exclusive one while it removes the
+/// session: a session some live process has open is never removed. Never
+/// replaced or deleted while the session exists.
+const LIVE_FILE: &str = "live";
+
+/// The index's snapshot (`index.rs` is its format).
+const INDEX_FILE: &str = "index.json";
+
+/// The changes since the snapshot, one line each (`journal/`).
+const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// The marker of a revert under way (`marker.rs`).
+const MARKER_FILE: &str = "reverting.json";
+
+/// The session's backups (`blobs.rs`).
+const BLOBS_DIR: &str = "blobs";
+
+/// The temporary a store file is replaced through (`durable.rs`): a fixed
+/// name, safe only under the lock that serializes the file's writers.
+fn temp_of(path: &Path) -> PathBuf {
+    let mut name = path.file_name().expect("a store file").to_owned();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// One session's directory in a store home.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionDir {
+    id: String,
+    path: PathBuf,
+    files: Files,
+}
+
+impl SessionDir {
+    /// Session `id`'s directory in the sessions directory `sessions`.
+    pub(crate) fn new(sessions: &Path, id: &str) -> SessionDir {
+        SessionDir::at(sessions.join(id), id)
+    }
+
+    /// The session `id` whose directory is `path`.
+    pub(crate) fn at(path: PathBuf, id: &str) -> SessionDir {
+        let index = path.join(INDEX_FILE);
+        let files = Files {
+            index_temp: temp_of(&index),
+            index,
+            journal: path.join(JOURNAL_FILE),
+        };
+        SessionDir {
+            id: id.to_owned(),
+            path,
+            files,
+        }
+    }
+
+    /// The session id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True when the directory exists (a session is made on disk with its
+    /// first change).
+    pub(crate) fn exists(&self) -> bool {
+        self.path.is_dir()
+    }
+
+    /// The index's files: the snapshot, its temporary, the journal.
+    pub(crate) fn index_files(&self) -> &Files {
+        &self.files
+    }
+
+    /// The file every open handle holds a shared lock on.
+    pub(crate) fn live_path(&self) -> PathBuf {
+        self.path.join(LIVE_FILE)
+    }
+
+    /// The marker of a revert under way.
+    pub(crate) fn marker_path(&self) -> PathBuf {
+        self.path.join(MARKER_FILE)
+    }
+
+    /// The temporary the marker is written through.
+    pub(crate) fn marker_temp_path(&self) -> PathBuf {
+        temp_of(&self.marker_path())
+    }
+
+    /// The directory of the session's backups.
+    pub(crate) fn blobs_path(&self) -> PathBuf {
+        self.path.join(BLOBS_DIR)
+    }
+
+    /// The session's backups.
+    pub(crate) fn blobs(&self) -> Blobs {
+        Blobs::new(self.blobs_path())
+    }
+
+    /// Bytes of the files in `blobs/`: what the session's backups take.
+    pub(crate) fn blob_bytes(&self) -> u64 {
+        std::fs::read_dir(self.blobs_path())
+            .map(|r| {
+                r.filter_map(|e| e.ok())
+                    .filter_map(|e| e.metadata().ok())
+                    .filter(|m| m.is_file())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        self.path.join(LOCK_FILE)
+    }
+
+    /// Takes the session's lock, waiting at most `timeout`: then
+    /// [`Error::SessionBusy`].
+    pub(crate) fn lock(&self, mode: Mode, timeout: Duration) -> Result<LockGuard> {
+        let path = self.lock_path();
+        lock::acquire(&path, mode, timeout, None).map_err(|e| match e {
+            LockError::TimedOut { waited, .. } => Error::SessionBusy {
+                session: self.id.clone(),
+                waited,
+            },
+            LockError::Io(e) => trust::store_io("lock", &path)(e),
+        })
+    }
+
+    /// The session's lock in `mode` if it is free right now.
+    pub(crate) fn try_lock(&self, mode: Mode) -> Option<LockGuard> {
+        lock::try_acquire_as(&self.lock_path(), mode).ok().flatten()
+    }
+
+    /// The exclusive lock on `live` if no handle holds it now: what removing
+    /// the session needs.
+    pub(crate) fn try_lock_live(&self) -> Option<LockGuard> {
+        lock::try_acquire(&self.live_path()).ok().flatten()
+    }
+
+    /// The session's whole index, for a caller that holds the session's lock
+    /// (or, like prune deciding what to look at again, knows that a change
+    /// may be under way).
+    pub(crate) fn load(&self) -> Result<Index> {
+        journal::load(&self.files, &self.id)
+    }
+
+    /// The session's whole index, read under its shared lock (waiting at most
+    /// `timeout`): another process may be in the middle of a change, or of
+    /// folding its journal into a new `index.json`, and a read between the
+    /// two files could miss entries. The directory must pass the trust check.
+    pub(crate) fn read_index(&self, timeout: Duration) -> Result<Index> {
+        trust::check_dir(&self.path)?;
+        let _guard = self.lock(Mode::Shared, timeout)?;
+        self.load()
+    }
+
+    /// The session's whole index, for a hint (who changed a file) asked by a
+    /// caller that may hold a session's lock: the caller's own session
+    /// (`own`) is read without taking its lock again, which would wait for
+    /// itself, and another's is not waited for, since its holder may be
+    /// waiting for the caller's in the same way; a busy one is read without
+    /// its lock. The directory must pass the trust check.
+    pub(crate) fn read_index_for_hint(&self, own: bool) -> Result<Index> {
+        trust::check_dir(&self.path)?;
+        let _guard = match own {
+            true => None,
+            false => self.try_lock(Mode::Shared),
+        };
+        self.load()
+    }
+
+    /// True when the directory passes the trust check and the index reads,
+    /// looked at without the lock (prune decides again under it).
+    pub(crate) fn is_readable(&self) -> bool {
+        trust::check_dir(&self.path).is_ok() && self.load().is_ok()
+    }
+}

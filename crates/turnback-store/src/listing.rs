@@ -1,0 +1,421 @@
+//! The sessions of a home: listing them, and finding the one a person means
+//! in a directory (or for a file) when they name none.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use time::OffsetDateTime;
+
+use crate::error::{Error, Result};
+use crate::index::{Entry, Index};
+use crate::session_id;
+use crate::store::Store;
+use crate::workspace::Workspace;
+
+/// One session as [`Store::sessions`] lists it.
+#[derive(Debug, Clone)]
+pub struct SessionSummary {
+    /// The session id.
+    pub id: String,
+    /// The workspace roots its entries (in effect or undone) are in.
+    pub workspaces: Vec<PathBuf>,
+    /// How many entries it holds (in effect; undone ones are not counted).
+    pub entries: usize,
+    /// When its newest entry, or its newest undo, revert or rewind not yet
+    /// redone, was made.
+    pub last_change: Option<OffsetDateTime>,
+    /// Bytes of backups it keeps.
+    pub bytes: u64,
+    /// Why its index could not be read, if it could not (the session is listed
+    /// anyway, and nothing of it is changed): the error itself, so that a
+    /// caller can tell a busy session from a damaged one and render it as it
+    /// renders any error.
+    pub problem: Option<Arc<Error>>,
+}
+
+/// Which session a person's command means when it names none
+/// ([`Store::choose_session`]): one rule per kind of command.
+#[derive(Debug, Clone, Copy)]
+pub enum SessionChoice<'a> {
+    /// The session whose newest change to a file under the directory is the
+    /// newest of all ([`Store::latest_session_under`]): what `undo`,
+    /// `rewind`, `log` and `diff` mean.
+    ChangedUnder(&'a Path),
+    /// The session whose newest undo, revert or rewind of a file under the
+    /// directory is the newest of all ([`Store::latest_redo_session_under`]),
+    /// else (none has one) the one [`SessionChoice::ChangedUnder`] picks,
+    /// which then has nothing to redo: what `redo` means.
+    RevertedUnder(&'a Path),
+    /// The session that changed the file (in the workspace) last
+    /// ([`Store::latest_session_for`]): what `revert FILE` means.
+    ChangedFile(&'a Workspace, &'a Path),
+}
+
+/// The session a person's command works on ([`Store::choose_session`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChosenSession {
+    /// The session id.
+    pub id: String,
+    /// Why it is the one, for a note to the person.
+    pub reason: ChoiceReason,
+}
+
+/// Why [`Store::choose_session`] chose a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChoiceReason {
+    /// The person named it.
+    Named,
+    /// It has the newest change under the directory.
+    ChangedUnder,
+    /// Its undo, revert or rewind under the directory was the last.
+    RevertedUnder,
+    /// It changed the file last.
+    ChangedFile,
+}
+
+impl Store {
+    /// The ids of every session in the home, sorted.
+    pub fn session_ids(&self) -> Result<Vec<String>> {
+        self.check_session_dirs(None)?;
+        let dir = self.sessions_dir();
+        let read = match std::fs::read_dir(&dir) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("list sessions in", &dir)(e)),
+        };
+        let mut ids: Vec<String> = read
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|id| session_id::validate(id).is_ok())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Every session of the home with its workspaces, size and last change,
+    /// newest change last (those without one first; ties in id order).
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
+        let mut out = Vec::new();
+        for id in self.session_ids()? {
+            let bytes = self.session_dir(&id).blob_bytes();
+            let summary = match self.read_index(&id) {
+                Ok(idx) => {
+                    // Undone entries count for where a session works and when it
+                    // last did something: a person may still want to redo them.
+                    let recorded = idx.history.iter().flat_map(|r| &r.entries);
+                    let mut workspaces: Vec<PathBuf> = Vec::new();
+                    for e in idx.entries.iter().chain(recorded) {
+                        if !workspaces.contains(&e.workspace.path) {
+                            workspaces.push(e.workspace.path.clone());
+                        }
+                    }
+                    let changes = idx.entries.iter().map(|e| e.time);
+                    let reverts = idx.history.iter().map(|r| r.time);
+                    SessionSummary {
+                        id,
+                        workspaces,
+                        entries: idx.entries.len(),
+                        last_change: changes.chain(reverts).max(),
+                        bytes,
+                        problem: None,
+                    }
+                }
+                Err(e) => SessionSummary {
+                    id,
+                    workspaces: Vec::new(),
+                    entries: 0,
+                    last_change: None,
+                    bytes,
+                    problem: Some(Arc::new(e)),
+                },
+            };
+            out.push(summary);
+        }
+        out.sort_by(|a, b| a.last_change.cmp(&b.last_change).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// The session a person's command works on: `named` (by a flag or the
+    /// environment) when given, else the one `choice` picks; `None` when
+    /// none is meant (no session has such a change). The named session is
+    /// not looked at here: opening it says whether it exists.
+    pub fn choose_session(
+        &self,
+        named: Option<&str>,
+        choice: SessionChoice<'_>,
+    ) -> Result<Option<ChosenSession>> {
+        if let Some(id) = named {
+            return Ok(Some(ChosenSession {
+                id: id.to_owned(),
+                reason: ChoiceReason::Named,
+            }));
+        }
+        let chosen = |id: Option<String>, reason| id.map(|id| ChosenSession { id, reason });
+        Ok(match choice {
+            SessionChoice::ChangedUnder(dir) => {
+                chosen(self.latest_session_under(dir)?, ChoiceReason::ChangedUnder)
+            }
+            SessionChoice::RevertedUnder(dir) => match self.latest_redo_session_under(dir)? {
+                Some(id) => chosen(Some(id), ChoiceReason::RevertedUnder),
+                None => chosen(self.latest_session_under(dir)?, ChoiceReason::ChangedUnder),
+            },
+            SessionChoice::ChangedFile(workspace, file) => chosen(
+                self.latest_session_for(workspace, file)?,
+                ChoiceReason::ChangedFile,
+            ),
+        })
+    }
+
+    /// The session that changed `path` (in `workspace`) last, across every session
+    /// of the home: what `turnback revert FILE` uses when no session is named.
+    /// Sessions whose index cannot be read are skipped.
+    pub fn latest_session_for(
+        &self,
+        workspace: &Workspace,
+        path: impl AsRef<Path>,
+    ) -> Result<Option<String>> {
+        let path = path.as_ref();
+        let candidates = crate::workspace::candidate_files(workspace, path)?;
+        let newest = self.newest_entry_where(None, |e| candidates.contains(&e.absolute_path()))?;
+        Ok(newest.map(|(id, _)| id))
+    }
+
+    /// The session a person working in `dir` most likely means: the one whose
+    /// newest change to a file under `dir` (an entry in effect, or one an
+    /// undo, revert or rewind took back, which redo can put back) is the
+    /// newest of all, by its time or that revert's. A session whose workspace
+    /// merely contains `dir` (a parent directory) but changed nothing under it
+    /// is not one. What `turnback undo`, `rewind`, `log` and `diff` use when no
+    /// session is named. Sessions whose index cannot be read are skipped.
+    pub fn latest_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
+        let dir = dir.as_ref();
+        self.newest_session_by(|idx| {
+            let in_effect = idx
+                .entries
+                .iter()
+                .filter(|e| e.absolute_path().starts_with(dir))
+                .map(|e| e.time);
+            let taken_back = idx
+                .history
+                .iter()
+                .filter(|r| touches_under(r, dir))
+                .map(|r| r.time);
+            in_effect.chain(taken_back).max()
+        })
+    }
+
+    /// The session whose newest undo, revert or rewind of a file under `dir`
+    /// is the newest of all (by the record's time): what `turnback redo` takes
+    /// back when no session is named. Sessions whose index cannot be read are
+    /// skipped.
+    pub fn latest_redo_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
+        let dir = dir.as_ref();
+        self.newest_session_by(|idx| {
+            idx.history
+                .iter()
+                .filter(|r| touches_under(r, dir))
+                .map(|r| r.time)
+                .max()
+        })
+    }
+
+    /// The session for which `when` gives the newest time (ties: the larger
+    /// id), among those it gives one for.
+    fn newest_session_by(
+        &self,
+        when: impl Fn(&Index) -> Option<OffsetDateTime>,
+    ) -> Result<Option<String>> {
+        let mut best: Option<(OffsetDateTime, String)> = None;
+        for id in self.session_ids()? {
+            let Ok(idx) = self.read_index(&id) else {
+                continue;
+            };
+            if let Some(t) = when(&idx)
+                && best.as_ref().is_none_or(|(b, _)| t >= *b)
+            {
+                best = Some((t, id));
+            }
+        }
+        Ok(best.map(|(_, id)| id))
+    }
+
+    /// The newest entry in effect, across every session of the home, that
+    /// `wanted` accepts, with its session's id. Sessions whose index cannot be
+    /// read are skipped. A caller that holds the lock of session `holding`
+    /// (a revert naming who changed a file) says so: that session is read
+    /// without taking its lock again, which would wait for itself, and no
+    /// other session's lock is waited for, since its holder may be waiting for
+    /// the caller's in the same way; a busy one is read without its lock (the
+    /// answer is only a hint in an error message).
+    pub(crate) fn newest_entry_where(
+        &self,
+        holding: Option<&str>,
+        wanted: impl Fn(&Entry) -> bool,
+    ) -> Result<Option<(String, Entry)>> {
+        let mut best: Option<(String, Entry)> = None;
+        for id in self.session_ids()? {
+            let idx = match holding {
+                None => self.read_index(&id),
+                Some(holding) => self
+                    .session_dir(&id)
+                    .read_index_for_hint(holding == id.as_str()),
+            };
+            let Ok(idx) = idx else {
+                continue;
+            };
+            for e in idx.entries.into_iter().filter(|e| wanted(e)) {
+                if best
+                    .as_ref()
+                    .is_none_or(|(_, b)| (e.time, e.seq) > (b.time, b.seq))
+                {
+                    best = Some((id.clone(), e));
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Session `id`'s whole index, read under its shared lock
+    /// ([`crate::layout::SessionDir::read_index`]).
+    fn read_index(&self, id: &str) -> Result<Index> {
+        self.session_dir(id)
+            .read_index(self.options().session_lock_timeout)
+    }
+}
+
+/// True when the revert `r` took back or restored a file under `dir`.
+fn touches_under(r: &crate::index::RevertRecord, dir: &Path) -> bool {
+    r.files
+        .iter()
+        .map(crate::index::RevertedFile::absolute_path)
+        .chain(r.entries.iter().map(Entry::absolute_path))
+        .any(|f| f.starts_with(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Options;
+    use std::time::Duration;
+
+    #[test]
+    fn listing_waits_for_a_session_in_the_middle_of_a_change() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path()).with_options(Options {
+            session_lock_timeout: Duration::from_millis(50),
+            ..Options::default()
+        });
+        let s = store.session("s").unwrap();
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        s.write(&ws, "f", &b"x"[..], "m").unwrap();
+        // Another process in the middle of a change holds the lock: the
+        // listing does not read the session's files meanwhile.
+        let path = s.dir().join("lock");
+        let held = crate::lock::acquire(&path, crate::lock::Mode::Exclusive, Duration::ZERO, None)
+            .unwrap();
+        let listed = store.sessions().unwrap();
+        let problem = listed[0].problem.as_deref();
+        assert!(
+            matches!(problem, Some(Error::SessionBusy { .. })),
+            "{problem:?}"
+        );
+        assert_eq!(store.latest_session_for(&ws, "f").unwrap(), None);
+        drop(held);
+        assert_eq!(store.sessions().unwrap()[0].entries, 1);
+        assert_eq!(
+            store.latest_session_for(&ws, "f").unwrap().as_deref(),
+            Some("s")
+        );
+    }
+
+    #[test]
+    fn a_refusal_names_a_change_of_the_reverting_session_itself() {
+        // The revert holds its own session's lock while it asks which change
+        // made the file what it is: its own session must be read then too,
+        // without waiting for the lock it holds.
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path()).with_options(Options {
+            session_lock_timeout: Duration::from_millis(200),
+            ..Options::default()
+        });
+        let s = store.session("s").unwrap();
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let plain = crate::RevertOptions::default();
+        s.write(&ws, "f", &b"one"[..], "m1").unwrap();
+        s.undo(plain).unwrap();
+        s.write(&ws, "f", &b"three"[..], "m3").unwrap();
+        let Err(Error::Refused { conflicts, .. }) = s.redo(plain) else {
+            panic!("the redo was not refused");
+        };
+        let reason = &conflicts[0].reason;
+        let crate::ConflictReason::ChangedSince { by: Some(by) } = reason else {
+            panic!("no changer named: {reason:?}");
+        };
+        assert_eq!((by.session.as_str(), by.message_id.as_str()), ("s", "m3"));
+    }
+
+    #[test]
+    fn a_refusal_does_not_wait_for_another_sessions_lock_to_name_it() {
+        // Two agents reverting at once each hold their own session's lock while
+        // they name who changed a file; waiting for each other's would stall
+        // both until the timeout. The other session is read without its lock.
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path()).with_options(Options {
+            session_lock_timeout: Duration::from_millis(500),
+            ..Options::default()
+        });
+        let (a, b) = (store.session("a").unwrap(), store.session("b").unwrap());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let plain = crate::RevertOptions::default();
+        b.write(&ws, "f", &b"one"[..], "m1").unwrap();
+        b.undo(plain).unwrap();
+        a.write(&ws, "f", &b"two"[..], "m2").unwrap();
+        let path = a.dir().join("lock");
+        let _held = crate::lock::acquire(&path, crate::lock::Mode::Exclusive, Duration::ZERO, None)
+            .unwrap();
+        let Err(Error::Refused { conflicts, .. }) = b.redo(plain) else {
+            panic!("the redo was not refused");
+        };
+        let reason = &conflicts[0].reason;
+        let crate::ConflictReason::ChangedSince { by: Some(by) } = reason else {
+            panic!("no changer named: {reason:?}");
+        };
+        assert_eq!((by.session.as_str(), by.message_id.as_str()), ("a", "m2"));
+    }
+
+    #[test]
+    fn a_persons_session_choice_follows_the_rule_of_its_command() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let (a, b) = (store.session("a").unwrap(), store.session("b").unwrap());
+        let choose = |named, choice| {
+            let c: Option<ChosenSession> = store.choose_session(named, choice).unwrap();
+            c.map(|c| (c.id, c.reason))
+        };
+        let under = SessionChoice::ChangedUnder(ws.root());
+        let redo = SessionChoice::RevertedUnder(ws.root());
+        let file = SessionChoice::ChangedFile(&ws, Path::new("f"));
+        for choice in [under, redo, file] {
+            assert_eq!(choose(None, choice), None, "{choice:?}");
+            let named = Some(("x".to_owned(), ChoiceReason::Named));
+            assert_eq!(choose(Some("x"), choice), named, "{choice:?}");
+        }
+        a.write(&ws, "f", &b"1"[..], "m").unwrap();
+        b.write(&ws, "g", &b"1"[..], "m").unwrap();
+        let b_under = Some(("b".to_owned(), ChoiceReason::ChangedUnder));
+        assert_eq!(choose(None, under), b_under);
+        // Nothing to redo anywhere: the session a person means.
+        assert_eq!(choose(None, redo), b_under);
+        let a_file = Some(("a".to_owned(), ChoiceReason::ChangedFile));
+        assert_eq!(choose(None, file), a_file);
+        a.undo(crate::RevertOptions::default()).unwrap();
+        let a_redo = Some(("a".to_owned(), ChoiceReason::RevertedUnder));
+        assert_eq!(choose(None, redo), a_redo);
+    }
+}

@@ -1,0 +1,204 @@
+//! Planning a revert per file and classifying each file: still as the
+//! session left it, already back, changed since (and by whom), or never
+//! committed; and the report a plan becomes.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
+use crate::index::{Entry, FileState, Index, RevertRecord, WorkspaceRoot};
+use crate::relpath::RelPath;
+use crate::session::Session;
+use crate::workspace::Workspace;
+
+use super::report::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
+
+/// A file's part of a revert.
+pub(super) struct FilePlan {
+    pub(super) root: WorkspaceRoot,
+    pub(super) rel: RelPath,
+    /// The entries reverted for this file, newest first.
+    pub(super) seqs: Vec<u64>,
+    /// What the file is restored to.
+    pub(super) target: FileState,
+    /// What the session left the file as (the newest entry's "after"); `None`
+    /// when that change was never committed.
+    pub(super) expected: Option<FileState>,
+    pub(super) created_dirs: Vec<RelPath>,
+    pub(super) temps: Vec<String>,
+    pub(super) status: FileStatus,
+    /// The file as the check found it.
+    pub(super) now: FileState,
+}
+
+impl FilePlan {
+    pub(super) fn file(&self) -> PathBuf {
+        self.rel.under(&self.root.path)
+    }
+
+    pub(super) fn touches(&self) -> bool {
+        self.status != FileStatus::AlreadyReverted
+    }
+}
+
+/// Groups the selected entries by file, newest first; each file goes back to
+/// the "before" of its oldest selected entry.
+pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
+    let mut plans: Vec<FilePlan> = Vec::new();
+    let mut selected: Vec<&Entry> = idx
+        .entries
+        .iter()
+        .filter(|e| seqs.contains(&e.seq))
+        .collect();
+    selected.sort_by_key(|e| std::cmp::Reverse(e.seq));
+    for e in selected {
+        let temp = e.in_flight.as_ref().and_then(|f| f.temp.clone());
+        match plans.iter_mut().find(|p| p.file() == e.absolute_path()) {
+            Some(p) => {
+                p.seqs.push(e.seq);
+                p.target = e.before.clone();
+                p.created_dirs = e.created_dirs.iter().map(|d| RelPath::checked(d)).collect();
+                p.temps.extend(temp);
+            }
+            None => plans.push(FilePlan {
+                root: e.workspace.clone(),
+                rel: e.rel_path(),
+                seqs: vec![e.seq],
+                target: e.before.clone(),
+                expected: e.after.clone(),
+                created_dirs: e.created_dirs.iter().map(|d| RelPath::checked(d)).collect(),
+                temps: temp.into_iter().collect(),
+                status: FileStatus::Safe,
+                now: FileState::absent(),
+            }),
+        }
+    }
+    plans
+}
+
+/// The files a redo puts back: each to what the revert found, expected to be
+/// as the revert left it.
+pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
+    record
+        .files
+        .iter()
+        .filter_map(|f| {
+            let file = f.absolute_path();
+            let mut seqs: Vec<u64> = record
+                .entries
+                .iter()
+                .filter(|e| e.absolute_path() == file)
+                .map(|e| e.seq)
+                .collect();
+            seqs.sort_by_key(|s| std::cmp::Reverse(*s));
+            Some(FilePlan {
+                root: f.workspace.clone(),
+                rel: RelPath::checked(&f.path),
+                seqs,
+                target: f.overwritten.clone()?,
+                expected: Some(f.restored.clone()),
+                created_dirs: Vec::new(),
+                temps: Vec::new(),
+                status: FileStatus::Safe,
+                now: FileState::absent(),
+            })
+        })
+        .collect()
+}
+
+/// Compares each file as it is now (contents and mode) with its target and
+/// with what the session left: every file is checked before any is touched.
+pub(super) fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
+    for p in plans.iter_mut() {
+        session.check_scope(&p.root.path)?;
+        let ws = Workspace::reopen(&p.root)?;
+        let now = ws.current_state(&p.rel)?;
+        p.status = if now.same_state(&p.target) {
+            FileStatus::AlreadyReverted
+        } else {
+            match &p.expected {
+                None => FileStatus::Conflict(ConflictReason::NeverCommitted),
+                Some(a) if now.same_state(a) => FileStatus::Safe,
+                Some(_) => FileStatus::Conflict(ConflictReason::ChangedSince {
+                    by: find_changer(session, &p.file(), &now),
+                }),
+            }
+        };
+        p.now = now;
+    }
+    Ok(())
+}
+
+/// The newest entry in any session of the store whose "after" is the file as it
+/// is now: the change that made it so. The caller may hold `session`'s lock.
+fn find_changer(session: &Session, file: &Path, now: &FileState) -> Option<ChangedBy> {
+    let made_it_so = |e: &Entry| {
+        e.absolute_path() == file && e.after.as_ref().is_some_and(|a| a.same_state(now))
+    };
+    newest_change(session, made_it_so)
+}
+
+/// The newest entry in effect, in any session, that `wanted` accepts, as who
+/// made it. The caller may hold `session`'s lock.
+pub(super) fn newest_change(
+    session: &Session,
+    wanted: impl Fn(&Entry) -> bool,
+) -> Option<ChangedBy> {
+    let (session, e) = session
+        .store()
+        .newest_entry_where(Some(session.id()), wanted)
+        .ok()??;
+    Some(ChangedBy {
+        session,
+        message_id: e.message_id,
+        seq: e.seq,
+    })
+}
+
+pub(super) fn refuse_conflicts(
+    session: &Session,
+    plans: &[FilePlan],
+    opts: RevertOptions,
+) -> Result<()> {
+    let conflicts: Vec<Conflict> = plans
+        .iter()
+        .filter_map(|p| {
+            Some(Conflict {
+                workspace: p.root.path.clone(),
+                path: p.rel.to_string(),
+                seq: p.seqs.first().copied().unwrap_or(0),
+                reason: p.status.conflict()?.clone(),
+            })
+        })
+        .collect();
+    if conflicts.is_empty() || opts.force {
+        return Ok(());
+    }
+    Err(Error::Refused {
+        session: session.id().to_owned(),
+        conflicts,
+    })
+}
+
+pub(super) fn report(session: &Session, plans: &[FilePlan], applied: bool) -> RevertReport {
+    RevertReport {
+        session: session.id().to_owned(),
+        applied,
+        files: plans
+            .iter()
+            .map(|p| FileRevert {
+                workspace: p.root.path.clone(),
+                path: p.rel.to_string(),
+                seqs: p.seqs.clone(),
+                action: if p.target.exists {
+                    RevertAction::Write {
+                        size: p.target.size,
+                    }
+                } else {
+                    RevertAction::Delete
+                },
+                target: p.target.clone(),
+                status: p.status.clone(),
+            })
+            .collect(),
+    }
+}
