@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use turnback::errors::Kind;
-use turnback_store::{ErrorKind, Session, Store, Workspace};
+use turnback_store::{ChoiceReason, ErrorKind, Session, SessionChoice, Store, Workspace};
 
 use crate::cli::Cli;
 use crate::commands::CliError;
@@ -117,24 +117,13 @@ impl Context {
     /// rooted in a parent directory that changed only a sibling's files is not
     /// one).
     pub(crate) fn person_session(&self) -> Result<Session, CliError> {
-        if let Some(id) = &self.session {
+        // A named session needs no workspace to be chosen in (and is not
+        // refused for a workspace that cannot be opened).
+        if let Some(id) = self.named_session() {
             return self.open(id);
         }
         let ws = self.workspace()?;
-        match self.store.latest_session_under(ws.root())? {
-            Some(id) => {
-                self.note(&format!(
-                    "using session {id} (the newest with changes in {})",
-                    turnback::text::escape_path(ws.root())
-                ));
-                self.open(&id)
-            }
-            None => Err(CliError::new(
-                format!("no session has changes in {}", ws.root().display()),
-                Some("pass --session ID; `turnback sessions` lists them".into()),
-            )
-            .kind(Kind::NoSession)),
-        }
+        self.chosen_session(SessionChoice::ChangedUnder(ws.root()))
     }
 
     /// The session `redo` puts back: the named one, else the one whose undo,
@@ -142,20 +131,11 @@ impl Context {
     /// else (none has one) the one a person means, which then has nothing to
     /// redo.
     pub(crate) fn redo_session(&self) -> Result<Session, CliError> {
-        if self.session.is_some() {
-            return self.person_session();
+        if let Some(id) = self.named_session() {
+            return self.open(id);
         }
         let ws = self.workspace()?;
-        match self.store.latest_redo_session_under(ws.root())? {
-            Some(id) => {
-                self.note(&format!(
-                    "using session {id} (the last to undo, revert or rewind in {})",
-                    ws.root().display()
-                ));
-                self.open(&id)
-            }
-            None => self.person_session(),
-        }
+        self.chosen_session(SessionChoice::RevertedUnder(ws.root()))
     }
 
     /// The session to revert `file` in: the named one, else the one that changed
@@ -165,23 +145,54 @@ impl Context {
         ws: &Workspace,
         file: &Path,
     ) -> Result<Session, CliError> {
-        if let Some(id) = &self.session {
-            return self.open(id);
-        }
-        match self.store.latest_session_for(ws, file)? {
-            Some(id) => {
+        self.chosen_session(SessionChoice::ChangedFile(ws, file))
+    }
+
+    /// The session [`Store::choose_session`] picks, opened and confined, with
+    /// a note saying why when the person did not name it. The rules live in
+    /// the store; here are only the words.
+    fn chosen_session(&self, choice: SessionChoice<'_>) -> Result<Session, CliError> {
+        let Some(chosen) = self.store.choose_session(self.named_session(), choice)? else {
+            return Err(match choice {
+                SessionChoice::ChangedUnder(dir) | SessionChoice::RevertedUnder(dir) => {
+                    CliError::new(
+                        format!("no session has changes in {}", dir.display()),
+                        Some("pass --session ID; `turnback sessions` lists them".into()),
+                    )
+                    .kind(Kind::NoSession)
+                }
+                SessionChoice::ChangedFile(_, file) => CliError::new(
+                    format!("no session has a change to {}", file.display()),
+                    Some("pass --session ID; `turnback sessions` lists them".into()),
+                )
+                .kind(ErrorKind::NoChangeToFile),
+            });
+        };
+        let id = &chosen.id;
+        match (chosen.reason, choice) {
+            (ChoiceReason::Named, _) => {}
+            (ChoiceReason::ChangedUnder, SessionChoice::ChangedUnder(dir))
+            | (ChoiceReason::ChangedUnder, SessionChoice::RevertedUnder(dir)) => {
+                self.note(&format!(
+                    "using session {id} (the newest with changes in {})",
+                    turnback::text::escape_path(dir)
+                ))
+            }
+            (ChoiceReason::RevertedUnder, SessionChoice::RevertedUnder(dir)) => {
+                self.note(&format!(
+                    "using session {id} (the last to undo, revert or rewind in {})",
+                    dir.display()
+                ))
+            }
+            (ChoiceReason::ChangedFile, SessionChoice::ChangedFile(_, file)) => {
                 let shown = file.strip_prefix(&self.cwd).unwrap_or(file);
                 self.note(&format!(
                     "using session {id} (it changed {} last)",
                     turnback::text::escape_path(shown)
-                ));
-                self.open(&id)
+                ))
             }
-            None => Err(CliError::new(
-                format!("no session has a change to {}", file.display()),
-                Some("pass --session ID; `turnback sessions` lists them".into()),
-            )
-            .kind(ErrorKind::NoChangeToFile)),
+            (reason, _) => unreachable!("choose_session gave {reason:?} for {choice:?}"),
         }
+        self.open(id)
     }
 }
