@@ -83,7 +83,10 @@ impl Context {
     }
 
     /// Every session with changes in the workspace (or the named one), oldest
-    /// change first.
+    /// change first. A listing (`log --all`) wants every session whose
+    /// workspace overlaps this one either way, a parent's included; the
+    /// session a person means ([`Store::choose_session`]) must have changed
+    /// something under it. Two questions, two filters.
     pub(crate) fn workspace_sessions(&self) -> Result<Vec<Session>, CliError> {
         if let Some(id) = &self.session {
             return Ok(vec![self.open(id)?]);
