@@ -7,6 +7,7 @@
 //! only renders and asks.
 
 pub mod errors;
+pub mod history;
 pub mod json;
 pub mod output;
 pub mod picker;

@@ -40,6 +40,7 @@ pub fn escape_path(p: &std::path::Path) -> String {
     escape(&p.display().to_string()).into_owned()
 }
 
+/// A time as text output shows it.
 pub fn time(t: time::OffsetDateTime) -> String {
     let fmt =
         time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
@@ -301,7 +302,8 @@ fn escape_diff_headers(unified: &str) -> String {
     out
 }
 
-fn plural(n: usize, word: &str) -> String {
+/// `word`, with an `s` unless `n` is 1.
+pub fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         word.to_owned()
     } else {

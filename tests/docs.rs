@@ -411,6 +411,19 @@ const CONSOLE: &[Console] = &[
     },
     Console {
         file: JSON_MD,
+        block: "$ turnback turns --json",
+        session: AGENT,
+        setup: &[
+            FILES,
+            "turnback turn --prompt 'change the answer' --conversation-index 0",
+            WRITE,
+            "turnback turn --prompt 'drop the notes' --conversation-index 4",
+            RM,
+        ],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
         block: "$ turnback mv notes.md docs/notes.md --message call-3 --json",
         session: AGENT,
         setup: &[NOTES],

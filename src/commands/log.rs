@@ -1,15 +1,17 @@
-//! `turnback log`: what a session did, grouped by message.
+//! `turnback log`: what a session did, grouped by message, with the turns
+//! (and their prompts) it happened in.
 
 use serde_json::Value;
+use turnback::history;
+use turnback::json;
 use turnback::output::Out;
-use turnback::{json, text};
-use turnback_store::Entry;
+use turnback_store::{Entry, Turn};
 
 use crate::commands::CliError;
 use crate::context::Context;
 use crate::render::Report;
 
-/// List the session's changes, grouped by message, newest last
+/// List the session's changes, grouped by message and turn, newest last
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  turnback log --all")]
 pub(crate) struct LogArgs {
@@ -18,12 +20,18 @@ pub(crate) struct LogArgs {
     all: bool,
 }
 
+/// One session's log: its entries and its turns.
+pub(crate) struct SessionLog {
+    id: String,
+    entries: Vec<Entry>,
+    turns: Vec<Turn>,
+}
+
 /// The entries of one session, or with `--all` of each session with changes
 /// in the workspace.
 pub(crate) struct Logs {
     all: bool,
-    /// Each session's id and entries.
-    logs: Vec<(String, Vec<Entry>)>,
+    logs: Vec<SessionLog>,
 }
 
 impl Report for Logs {
@@ -31,7 +39,11 @@ impl Report for Logs {
         let v: Vec<_> = self
             .logs
             .iter()
-            .map(|(id, e)| json::entries(id, e))
+            .map(|l| {
+                let mut v = json::entries(&l.id, &l.entries);
+                v["turns"] = history::log_turns_json(&l.turns, &l.entries);
+                v
+            })
             .collect();
         Some(if self.all {
             serde_json::json!({ "sessions": v })
@@ -47,7 +59,7 @@ impl Report for Logs {
         let blocks: Vec<String> = self
             .logs
             .iter()
-            .map(|(id, e)| text::log(out, id, e))
+            .map(|l| history::log(out, &l.id, &l.entries, &l.turns))
             .collect();
         blocks.join("\n")
     }
@@ -61,7 +73,11 @@ pub(crate) fn run(ctx: &Context, args: &LogArgs) -> Result<Logs, CliError> {
     };
     let mut logs = Vec::new();
     for s in &sessions {
-        logs.push((s.id().to_owned(), s.entries()?));
+        logs.push(SessionLog {
+            id: s.id().to_owned(),
+            entries: s.entries()?,
+            turns: s.turn_bounds()?,
+        });
     }
     Ok(Logs {
         all: args.all,

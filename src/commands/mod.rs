@@ -20,6 +20,7 @@ mod rm;
 mod rollback;
 mod sessions;
 mod turn;
+mod turns;
 mod undo;
 mod write;
 
@@ -49,6 +50,7 @@ pub(crate) enum Command {
     Rewind(rewind::RewindArgs),
     Redo(redo::RedoArgs),
     Log(log::LogArgs),
+    Turns(turns::TurnsArgs),
     Diff(diff::DiffArgs),
     Sessions(sessions::SessionsArgs),
     Prune(prune::PruneArgs),
@@ -127,6 +129,7 @@ fn dispatch(
         Command::Rewind(args) => rewind::run(ctx, args),
         Command::Redo(args) => redo::run(ctx, args).map(boxed),
         Command::Log(args) => log::run(ctx, args).map(boxed),
+        Command::Turns(args) => turns::run(ctx, args).map(boxed),
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
