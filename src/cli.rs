@@ -42,6 +42,12 @@ pub(crate) struct Cli {
     /// When to colour the output (NO_COLOR turns `auto` off)
     #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN", help_heading = GLOBAL)]
     pub color: ColorWhen,
+    /// Say nothing on stderr about which session is used
+    #[arg(long, short, global = true, help_heading = GLOBAL)]
+    pub quiet: bool,
+    /// Print long output directly instead of through $PAGER (else `less -FRX`) on a terminal
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub no_pager: bool,
     #[command(subcommand)]
     pub command: Command,
 }

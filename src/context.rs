@@ -19,6 +19,8 @@ pub(crate) struct Context {
     session: Option<String>,
     /// With `--json`, stderr carries only an error object: no notes.
     quiet: bool,
+    /// `--quiet`: no "using session" note.
+    no_session_note: bool,
 }
 
 impl Context {
@@ -36,6 +38,7 @@ impl Context {
             workspace: cli.workspace.clone(),
             session: cli.session.clone(),
             quiet: cli.json,
+            no_session_note: cli.json || cli.quiet,
         })
     }
 
@@ -169,6 +172,9 @@ impl Context {
             });
         };
         let id = &chosen.id;
+        if self.no_session_note {
+            return self.open(id);
+        }
         match (chosen.reason, choice) {
             (ChoiceReason::Named, _) => {}
             (ChoiceReason::ChangedUnder, SessionChoice::ChangedUnder(dir))

@@ -8,7 +8,8 @@ use turnback_store::{Entry, Turn, TurnSummary};
 
 use crate::json::rfc3339;
 use crate::output::{Out, Role};
-use crate::text::{entry_line, escape, plural, time};
+use crate::text::{entry_line, escape, plural};
+use crate::when::when;
 
 /// A turn's prompt as a person reads it: quoted, escaped, cut to `max`
 /// characters (with `…`) so that one long prompt keeps to its line.
@@ -39,7 +40,7 @@ pub fn turns(out: &Out, session: &str, list: &[TurnSummary]) -> String {
         s.push_str(&format!(
             "turn {:<3} {}  {:>8}  {}\n",
             t.turn.number,
-            out.paint(Role::Dim, &time(t.turn.time)),
+            out.paint(Role::Dim, &when(t.turn.time)),
             format!("{} {}", t.files, plural(t.files, "file")),
             prompt(&t.turn.prompt, 60)
         ));
@@ -134,7 +135,7 @@ pub fn log(out: &Out, session: &str, entries: &[Entry], turns: &[Turn]) -> Strin
             };
             s.push_str(&format!(
                 "message {name}  {}\n",
-                out.paint(Role::Dim, &time(e.time))
+                out.paint(Role::Dim, &when(e.time))
             ));
             current = Some(&e.message_id);
         }
@@ -151,6 +152,6 @@ fn turn_line(out: &Out, t: &Turn) -> String {
         "{} {}  {}\n",
         out.paint(Role::Header, &format!("turn {}", t.number)),
         prompt(&t.prompt, 72),
-        out.paint(Role::Dim, &time(t.time))
+        out.paint(Role::Dim, &when(t.time))
     )
 }

@@ -12,3 +12,4 @@ pub mod json;
 pub mod output;
 pub mod picker;
 pub mod text;
+pub mod when;

@@ -40,11 +40,9 @@ pub fn escape_path(p: &std::path::Path) -> String {
     escape(&p.display().to_string()).into_owned()
 }
 
-/// A time as text output shows it.
+/// A time as text output shows it: in local time (`UTC` for a zero offset).
 pub fn time(t: time::OffsetDateTime) -> String {
-    let fmt =
-        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
-    t.format(&fmt).unwrap_or_default()
+    crate::when::absolute(t)
 }
 
 /// What an entry did to its file, in a word or two, and the sizes.

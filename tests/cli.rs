@@ -5,7 +5,9 @@
 //! always given by `TURNBACK_HOME`, which is not shown; a session given by
 //! `TURNBACK_SESSION` is), then its standard output, its standard error and its
 //! exit code. What varies between runs is filtered: the temporary workspace and
-//! home (`[WS]`, `[HOME]`), times (`[TIME]`, padded to the width of a time where a
+//! home (`[WS]`, `[HOME]`), times (`[TIME]`, in UTC by `TZ=UTC`; "now" is
+//! fixed a day and a half later by `TURNBACK_NOW` so that a relative time
+//! reads `1 day ago`; padded to the width of a time where a
 //! column follows it, so tables stay aligned), SHA-256 hex and process ids.
 //! Every command runs with `--color never`, except in the test of colour itself.
 
@@ -135,6 +137,17 @@ impl<'a> Turnback<'a> {
         for v in &self.removed {
             cmd.env_remove(v);
         }
+        // Times: local time is UTC, and "now" (`TURNBACK_NOW`, not shown) is
+        // a day and a half after the run, so that "how long ago" reads "1 day
+        // ago" however long the test took (under 12 hours).
+        cmd.env("TZ", "UTC");
+        if !self.vars.iter().any(|(k, _)| *k == "TURNBACK_NOW") {
+            let now = time::OffsetDateTime::now_utc() + time::Duration::hours(36);
+            let now = now
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap();
+            cmd.env("TURNBACK_NOW", now);
+        }
         let mut line = String::new();
         if let Some(dir) = self.subdir {
             cmd.current_dir(self.env.path(dir));
@@ -218,6 +231,8 @@ pub(crate) fn settings(env: &Env) -> insta::Settings {
     }
     // A time followed by a column keeps its width (23 characters), so that the
     // columns after it line up as they do on screen.
+    // A time followed by how long ago it was is not a column.
+    s.add_filter(&format!(r"{TIME} \("), "[TIME] (");
     s.add_filter(&format!("{TIME} "), format!("{:<23} ", "[TIME]"));
     s.add_filter(TIME, "[TIME]");
     s.add_filter(r"\b[0-9a-f]{64}\b", "[SHA256]");
@@ -468,7 +483,8 @@ fn refusal_and_force() {
         before,
         "a refusal touches nothing"
     );
-    let dry = tb(&env, "rewind msg-1 --dry-run").run().expect(0);
+    // A dry run is a check: it shows the conflict and exits 3 as the real one would.
+    let dry = tb(&env, "rewind msg-1 --dry-run").run().expect(3);
     let forced = tb(&env, "rewind msg-1 --force").run().expect(0);
     assert_eq!(util::read_text(env.path("src/lib.rs")), LIB_V1);
     assert_eq!(util::read_text(env.path("NOTES.md")), NOTES);
@@ -503,7 +519,7 @@ fn refusal_names_the_other_session() {
     );
     let dry = tb(&env, "rewind msg-1 --session agent-1 --dry-run")
         .run()
-        .expect(0);
+        .expect(3);
     let revert = tb(&env, "revert src/lib.rs").run().expect(0);
     assert_eq!(util::read_text(env.path("src/lib.rs")), LIB_V2);
     let text = [refused.block(), dry.block(), revert.block()].join("\n");

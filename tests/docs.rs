@@ -357,7 +357,7 @@ const CONSOLE: &[Console] = &[
     },
     Console {
         file: JSON_MD,
-        block: "$ printf '# Notes, by hand\\n' > NOTES.md\n$ turnback rewind call-2 --dry-run --json",
+        block: "$ printf '# Notes, by hand\\n' > NOTES.md\n$ turnback rewind call-2 --dry-run --json   # a check: exit code 3",
         session: AGENT,
         setup: &[FILES, WRITE, RM],
         shows: Shows::Own,
@@ -708,8 +708,12 @@ fn run_console(c: &Console, ex: &ConsoleExample, shown: Option<&Value>) -> Vec<S
     let mut problems = Vec::new();
     let error = shown.get("error").is_some();
     let code = r.code();
+    // A dry run that finds a conflict is a check: it shows its plan and
+    // exits 3 with the refusal on standard error, as its comment says.
+    let check = !error && stated_exit_code(last) == Some(3);
     let expected_code = match error {
         true => shown["error"]["exit_code"].as_i64().map(|c| c as i32),
+        false if check => Some(3),
         false => Some(0),
     };
     if let Some(stated) = stated_exit_code(last)
@@ -726,7 +730,15 @@ fn run_console(c: &Console, ex: &ConsoleExample, shown: Option<&Value>) -> Vec<S
         true => (&r.stderr, &r.stdout, "standard error"),
         false => (&r.stdout, &r.stderr, "standard output"),
     };
-    if !other.is_empty() {
+    let refusal_of_a_check = || {
+        let v = one_json_line(other, &name);
+        v["error"]["kind"] == "refused" && v["error"]["exit_code"] == 3
+    };
+    if check && !refusal_of_a_check() {
+        problems.push(format!(
+            "a check printed no refusal on standard error: {other:?}"
+        ));
+    } else if !check && !other.is_empty() {
         problems.push(format!(
             "printed on the stream that should be empty: {other:?}"
         ));

@@ -126,4 +126,432 @@ fn completions_and_man_name_the_new_commands() {
             "man: {c}"
         );
     }
+    for flag in NEW_FLAGS {
+        assert!(bash.stdout.contains(flag), "bash: {flag}");
+        assert!(zsh.stdout.contains(flag), "zsh: {flag}");
+        // roff escapes the hyphens.
+        assert!(
+            man.stdout.contains(&flag.replace('-', "\\-")),
+            "man: {flag}"
+        );
+    }
+}
+
+/// The flags this issue adds.
+const NEW_FLAGS: &[&str] = &[
+    "--quiet",
+    "--no-pager",
+    "--max-count",
+    "--since",
+    "--until",
+    "--entry",
+];
+
+// ---------------------------------------------------------------------------
+// 2. Naming what to undo: #N, --entry N, prefixes of message ids, --turn -1, undo N
+
+/// agent-1 changes four files, one message each, with long tool-call ids:
+/// `toolu_01Aa` (lib.rs), `toolu_01Ab` (util.rs), `toolu_02Ba` (NOTES.md
+/// deleted), `toolu_02Bb` (docs/guide.md).
+fn long_ids() -> Env {
+    let env = workspace();
+    let s = "agent-1";
+    transcript(vec![
+        (
+            tb(&env, "write src/lib.rs --message toolu_01Aa")
+                .session(s)
+                .stdin(LIB_V2.as_bytes()),
+            0,
+        ),
+        (
+            tb(&env, "write src/util.rs --message toolu_01Ab")
+                .session(s)
+                .stdin(UTIL.as_bytes()),
+            0,
+        ),
+        (tb(&env, "rm NOTES.md --message toolu_02Ba").session(s), 0),
+        (
+            tb(&env, "write docs/guide.md --message toolu_02Bb")
+                .session(s)
+                .stdin(b"# Guide\n"),
+            0,
+        ),
+    ]);
+    env
+}
+
+#[test]
+fn entries_are_named_as_log_prints_them_and_messages_by_a_prefix() {
+    let env = long_ids();
+    let text = transcript(vec![
+        (tb(&env, "rewind #3 --dry-run"), 0),
+        (tb(&env, "rewind 3 --dry-run"), 0),
+        (tb(&env, "rewind --entry 4 --dry-run"), 0),
+        (tb(&env, "rewind toolu_02B"), 2),
+        (tb(&env, "rewind toolu_02Bb"), 0),
+        (tb(&env, "rewind toolu_02"), 0),
+        (tb(&env, "rewind #9"), 1),
+        (tb(&env, "rewind nosuch"), 1),
+    ]);
+    assert!(!env.path("docs/guide.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.path("NOTES.md")).unwrap(),
+        NOTES
+    );
+    assert!(env.path("src/util.rs").exists(), "toolu_01Ab stays");
+    snap(
+        &env,
+        "habits_naming_entries",
+        "`rewind #3`, `rewind 3` and `rewind --entry 4` preview from that entry on; a prefix of two message ids is a usage error naming them; a unique one rewinds its message; an unknown entry or message is an error.",
+        &text,
+    );
+}
+
+#[test]
+fn rewind_to_an_entry_reverts_it_and_everything_after() {
+    let env = long_ids();
+    let v = json(&env, None, &["rewind", "--entry", "2"]);
+    let mut entries: Vec<u64> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| {
+            f["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e.as_u64().unwrap())
+        })
+        .collect();
+    entries.sort();
+    assert_eq!(entries, [2, 3, 4]);
+    assert_eq!(
+        std::fs::read_to_string(env.path("src/lib.rs")).unwrap(),
+        LIB_V2
+    );
+    assert!(!env.path("src/util.rs").exists());
+    // One redo puts the three back.
+    json(&env, None, &["redo"]);
+    assert!(env.path("src/util.rs").exists());
+    assert!(!env.path("NOTES.md").exists());
+}
+
+#[test]
+fn undo_n_reverts_the_newest_n_changes_as_one_undo() {
+    let env = long_ids();
+    let text = transcript(vec![
+        (tb(&env, "undo 2 --dry-run"), 0),
+        (tb(&env, "undo 2"), 0),
+    ]);
+    assert!(!env.path("docs/guide.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.path("NOTES.md")).unwrap(),
+        NOTES
+    );
+    assert!(env.path("src/util.rs").exists());
+    snap(
+        &env,
+        "habits_undo_n",
+        "`undo 2` takes back the newest two changes.",
+        &text,
+    );
+    // One redo puts both back; `undo 0` is a usage error.
+    json(&env, None, &["redo"]);
+    assert!(env.path("docs/guide.md").exists() && !env.path("NOTES.md").exists());
+    assert_eq!(run(&env, None, &["undo", "0"], None).code(), 2);
+    // More than there are: all of them.
+    let v = json(&env, None, &["undo", "10"]);
+    assert_eq!(v["files"].as_array().unwrap().len(), 4);
+    assert_eq!(util_read(&env, "src/lib.rs"), crate::cli::LIB_V1);
+}
+
+fn util_read(env: &Env, rel: &str) -> String {
+    std::fs::read_to_string(env.path(rel)).unwrap()
+}
+
+#[test]
+fn a_move_is_one_change_for_undo_n() {
+    let env = workspace();
+    let s = Some("agent-1");
+    run(&env, s, &["write", "a.txt", "-m", "m1"], Some(b"a\n"));
+    run(
+        &env,
+        s,
+        &["mv", "NOTES.md", "docs/NOTES.md", "-m", "m2"],
+        None,
+    );
+    let v = json(&env, None, &["undo", "1"]);
+    assert_eq!(
+        v["files"].as_array().unwrap().len(),
+        2,
+        "both sides of the move"
+    );
+    assert!(env.path("a.txt").exists(), "one step only");
+    json(&env, None, &["redo"]);
+    let v = json(&env, None, &["undo", "2"]);
+    assert_eq!(v["files"].as_array().unwrap().len(), 3);
+    assert!(!env.path("a.txt").exists());
+}
+
+#[test]
+fn turn_minus_one_is_the_last_turn() {
+    let env = two_turns();
+    let text = transcript(vec![
+        (tb(&env, "rewind --turn -1 --dry-run"), 0),
+        (tb(&env, "rewind --turn -3"), 1),
+        (tb(&env, "rewind --turn 0"), 2),
+        (tb(&env, "rewind --turn -2"), 0),
+    ]);
+    assert_eq!(util_read(&env, "src/lib.rs"), crate::cli::LIB_V1);
+    assert!(!env.path("src/util.rs").exists());
+    snap(
+        &env,
+        "habits_turn_minus_one",
+        "`--turn -1` is the last turn, `-2` the one before; past the first, or 0, is refused.",
+        &text,
+    );
+}
+
+#[test]
+fn commit_and_rollback_take_an_entry_as_hash_n() {
+    let env = workspace();
+    let s = Some("agent-1");
+    let id = run(&env, s, &["checkpoint", "NOTES.md", "-m", "c1"], None);
+    assert_eq!(id.stdout.trim(), "1");
+    std::fs::write(env.path("NOTES.md"), "edited\n").unwrap();
+    let c = run(&env, s, &["commit", "#1"], None);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    run(&env, s, &["checkpoint", "src/lib.rs", "-m", "c2"], None);
+    std::fs::write(env.path("src/lib.rs"), "edited\n").unwrap();
+    let r = run(&env, s, &["rollback", "#2"], None);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(util_read(&env, "src/lib.rs"), crate::cli::LIB_V1);
+    let bad = run(&env, s, &["commit", "#x"], None);
+    assert_eq!(bad.code(), 2, "{}", bad.stderr);
+}
+
+// ---------------------------------------------------------------------------
+// 4. --dry-run as a check: exit 3 when the real command would refuse
+
+#[test]
+fn a_dry_run_exits_3_when_the_real_command_would_refuse() {
+    let env = workspace();
+    let s = Some("agent-1");
+    run(
+        &env,
+        s,
+        &["write", "src/lib.rs", "-m", "m1"],
+        Some(LIB_V2.as_bytes()),
+    );
+    let clean = run(&env, None, &["undo", "--dry-run"], None);
+    assert_eq!(clean.code(), 0, "nothing in the way: {}", clean.stderr);
+    std::fs::write(env.path("src/lib.rs"), "by hand\n").unwrap();
+    let before = crate::util::tree_digest(env.ws.path());
+    let text = transcript(vec![
+        (tb(&env, "undo --dry-run"), 3),
+        (tb(&env, "undo --dry-run --force"), 0),
+        (tb(&env, "undo"), 3),
+    ]);
+    assert_eq!(
+        crate::util::tree_digest(env.ws.path()),
+        before,
+        "nothing touched"
+    );
+    snap(
+        &env,
+        "habits_dry_run_check",
+        "A hand edit since: `undo --dry-run` shows the plan and exits 3 with the refusal the real undo gives; forced, the check passes.",
+        &text,
+    );
+    // With --json: the plan on stdout, the refusal object on stderr, exit 3.
+    let j = run(&env, None, &["--json", "undo", "--dry-run"], None);
+    assert_eq!(j.code(), 3);
+    let plan: Value = serde_json::from_str(j.stdout.trim()).unwrap();
+    assert_eq!(plan["applied"], false);
+    assert_eq!(plan["files"][0]["status"], "changed-since");
+    let err: Value = serde_json::from_str(j.stderr.trim()).unwrap();
+    assert_eq!(err["error"]["kind"], "refused");
+    assert_eq!(err["error"]["exit_code"], 3);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), before);
+}
+
+// ---------------------------------------------------------------------------
+// 3. Habits: -n, -f, -q, log -n N, log FILE, --since/--until, times, the pager
+
+#[test]
+fn short_flags_do_what_the_long_ones_do() {
+    let env = workspace();
+    let s = Some("agent-1");
+    run(
+        &env,
+        s,
+        &["write", "src/lib.rs", "-m", "m1"],
+        Some(LIB_V2.as_bytes()),
+    );
+    std::fs::write(env.path("src/lib.rs"), "by hand\n").unwrap();
+    let before = crate::util::tree_digest(env.ws.path());
+    // -n is --dry-run (a check: the hand edit would refuse it).
+    let dry = run(&env, None, &["undo", "-n"], None);
+    assert_eq!(dry.code(), 3, "{}", dry.stderr);
+    assert!(
+        dry.stdout.contains("dry run, nothing touched"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(crate::util::tree_digest(env.ws.path()), before);
+    // -q drops the "using session" note and nothing else.
+    let quiet = run(&env, None, &["undo", "-n", "-f", "-q"], None);
+    assert_eq!(quiet.code(), 0, "-f is --force: {}", quiet.stderr);
+    assert_eq!(quiet.stderr, "");
+    assert_eq!(quiet.stdout, dry.stdout);
+    assert!(
+        dry.stderr.contains("using session agent-1"),
+        "{}",
+        dry.stderr
+    );
+    // -f for real.
+    let forced = run(&env, None, &["undo", "-f", "--quiet"], None);
+    assert_eq!(forced.code(), 0, "{}", forced.stderr);
+    assert_eq!(util_read(&env, "src/lib.rs"), crate::cli::LIB_V1);
+    // prune -n is its dry run.
+    let prune = run(&env, None, &["prune", "-n"], None);
+    assert_eq!(prune.code(), 0, "{}", prune.stderr);
+    assert!(prune.stdout.contains("would remove"), "{}", prune.stdout);
+}
+
+#[test]
+fn log_takes_a_count_a_file_and_a_time_range() {
+    let env = long_ids();
+    let text = transcript(vec![
+        (tb(&env, "log -n 2 -q"), 0),
+        (tb(&env, "log src/util.rs"), 0),
+        (tb(&env, "log --since 2d -q"), 0),
+        (tb(&env, "log --until 2000-01-01 -q"), 0),
+        (tb(&env, "log --since yesterday-ish"), 2),
+    ]);
+    snap(
+        &env,
+        "habits_log_filters",
+        "`log -n 2` shows the newest two changes; `log FILE` one file's history; `--since 2d` everything (it was made in this test; now is a day and a half later), `--until 2000-01-01` nothing; a time it cannot read is a usage error. Times are local (TZ=UTC here) with how long ago (TURNBACK_NOW is a day and a half later).",
+        &text,
+    );
+    let v = json(&env, None, &["log", "-n", "1"]);
+    assert_eq!(v["entries"].as_array().unwrap().len(), 1);
+    assert_eq!(v["entries"][0]["seq"], 4);
+    let v = json(&env, None, &["log", "NOTES.md"]);
+    let seqs: Vec<&Value> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["seq"])
+        .collect();
+    assert_eq!(seqs, [3]);
+    // The range is half open: --since a change's time takes it, --until leaves it.
+    let t = v["entries"][0]["time"].as_str().unwrap().to_owned();
+    assert_eq!(
+        json(&env, None, &["log", "--since", &t])["entries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        json(&env, None, &["log", "--until", &t])["entries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // JSON keeps UTC RFC 3339 whatever the local zone.
+    let mut cmd = env.cmd(None);
+    cmd.env("TZ", "Asia/Kolkata").args(["--json", "log"]);
+    let out = cmd.output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["entries"][0]["time"].as_str().unwrap().ends_with('Z'));
+}
+
+#[test]
+fn text_times_are_local_and_say_how_long_ago() {
+    let env = long_ids();
+    let entries = env.store().session("agent-1").unwrap().entries().unwrap();
+    let t = entries[0].time;
+    let now = (t + time::Duration::minutes(3))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let mut cmd = env.cmd(None);
+    cmd.env("TZ", "UTC-1").env("TURNBACK_NOW", &now);
+    cmd.args(["log", "--color", "never", "-n", "1"]);
+    let out = cmd.output().unwrap();
+    let shown = String::from_utf8(out.stdout).unwrap();
+    // POSIX TZ "UTC-1" is one hour east of UTC.
+    let local = t.to_offset(time::UtcOffset::from_hms(1, 0, 0).unwrap());
+    let hm = format!("{:02}:{:02}", local.hour(), local.minute());
+    assert!(shown.contains(&format!("{hm}:")), "{shown}");
+    assert!(
+        shown.contains("+0100 (3 min ago)") || shown.contains("+0100 (2 min ago)"),
+        "{shown}"
+    );
+}
+
+/// `turnback ARGS` on a terminal (util-linux's `script`) with `vars` set:
+/// what the terminal showed.
+fn on_a_terminal_with(env: &Env, vars: &str, args: &str) -> Option<String> {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        crate::util::skip(
+            "habits::the_pager",
+            "util-linux's `script` is not installed: no pseudo-terminal",
+        );
+        return None;
+    }
+    let line = format!(
+        "env {vars} {} {args} --color never",
+        crate::util::bin().display()
+    );
+    let mut script = env.command("script", None);
+    script.args(["-qec", &line, "/dev/null"]);
+    let out = crate::util::run_with_input(script, b"");
+    Some(String::from_utf8_lossy(&out.stdout).replace('\r', ""))
+}
+
+#[test]
+fn the_pager_takes_log_and_diff_on_a_terminal_only() {
+    let env = long_ids();
+    let pager = "PAGER='sed s/^/paged:/'";
+    let Some(log) = on_a_terminal_with(&env, pager, "log") else {
+        return;
+    };
+    assert!(log.contains("paged:session agent-1"), "{log}");
+    let diff = on_a_terminal_with(&env, pager, "diff").unwrap();
+    assert!(diff.contains("paged:src/lib.rs"), "{diff}");
+    // Not with --no-pager, not for JSON, not for a command that is short.
+    let direct = on_a_terminal_with(&env, pager, "log --no-pager").unwrap();
+    assert!(
+        direct.contains("session agent-1") && !direct.contains("paged:"),
+        "{direct}"
+    );
+    let j = on_a_terminal_with(&env, pager, "log --json").unwrap();
+    assert!(!j.contains("paged:"), "{j}");
+    let turns = on_a_terminal_with(&env, pager, "sessions").unwrap();
+    assert!(!turns.contains("paged:"), "{turns}");
+    // Not through a pipe.
+    let piped = run(&env, None, &["log"], None);
+    assert!(!piped.stdout.contains("paged:"));
+    // Without $PAGER: less -FRX, which prints text that fits and quits.
+    if std::process::Command::new("less")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let less = on_a_terminal_with(&env, "-u PAGER", "log").unwrap();
+        assert!(less.contains("session agent-1"), "{less}");
+    } else {
+        crate::util::skip(
+            "habits::the_pager_takes_log_and_diff_on_a_terminal_only",
+            "less is not installed: the default pager is untested",
+        );
+    }
 }

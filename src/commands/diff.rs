@@ -38,6 +38,10 @@ impl Report for Diffed {
     fn text(&self, out: &Out) -> String {
         text::diff(out, &self.files, self.stat)
     }
+
+    fn paged(&self) -> bool {
+        true
+    }
 }
 
 pub(crate) fn run(ctx: &Context, args: &DiffArgs) -> Result<Diffed, CliError> {

@@ -82,11 +82,15 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
 /// Runs the command, writes its report (or its error) and says how the
 /// process ends. An error writing the report is returned, for `main`.
 pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
-    let render = Renderer::new(cli.color.into(), cli.json);
+    let render = Renderer::new(cli.color.into(), cli.json).paging(cli.no_pager);
     let mut ctx = None;
-    let done = dispatch(&cli, render, &mut ctx);
+    let mut done = dispatch(&cli, render, &mut ctx);
     if let Ok(report) = &done {
         render.report(&**report)?;
+        // A check that found a refusal ends as the real command would.
+        if let Some(refusal) = report.refusal() {
+            done = Err(refusal);
+        }
     }
     // Whatever the command did, say which store directories it made private.
     if let Some(ctx) = &ctx {

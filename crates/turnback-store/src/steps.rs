@@ -131,3 +131,16 @@ impl Session {
         Ok((state, (buf.len() as u64 <= MAX_DIFF_BYTES).then_some(buf)))
     }
 }
+
+impl Workspace {
+    /// The absolute paths an entry for `path` (relative to the current
+    /// directory's workspace, or absolute) may be recorded under: the path as
+    /// given, and with links inside the workspace resolved. What `log FILE`
+    /// and `blame FILE` match entries with, as `revert` and `diff` do.
+    pub fn candidate_files(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Vec<std::path::PathBuf>> {
+        crate::workspace::candidate_files(self, path.as_ref())
+    }
+}
