@@ -555,3 +555,64 @@ fn the_pager_takes_log_and_diff_on_a_terminal_only() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// 7. A file turnback never backed up
+
+#[test]
+fn reverting_a_file_no_session_changed_says_so_and_in_git_how_to_restore_it() {
+    let env = long_ids();
+    let plain = tb(&env, "revert NOTES.txt").run().expect(1);
+    assert!(!plain.stderr.contains("git restore"), "{}", plain.block());
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        crate::util::skip(
+            "habits::reverting_a_file_no_session_changed_says_so_and_in_git_how_to_restore_it",
+            "git is not installed: the git repository case is untested",
+        );
+        return;
+    }
+    let git = |args: &[&str]| {
+        let out = env.command("git", None).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    std::fs::write(env.path("README.md"), "# readme\n").unwrap();
+    git(&["add", "README.md"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "c",
+    ]);
+    std::fs::write(env.path("README.md"), "# edited by hand\n").unwrap();
+    let text = transcript(vec![(tb(&env, "revert README.md"), 1)]);
+    snap(
+        &env,
+        "habits_never_backed_up",
+        "`revert` of a file no session changed, in a git repository: it says turnback never backed it up, names the file as typed, and suggests `git restore`.",
+        &text,
+    );
+    let e = run(&env, None, &["--json", "revert", "README.md"], None);
+    let v: Value = serde_json::from_str(e.stderr.trim()).unwrap();
+    assert_eq!(v["error"]["kind"], "no-change-to-file");
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("git restore README.md")
+    );
+    // And `git restore` does what the hint says.
+    git(&["restore", "README.md"]);
+    assert_eq!(util_read(&env, "README.md"), "# readme\n");
+}
