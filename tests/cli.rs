@@ -718,19 +718,26 @@ fn help() {
         &undo.block(),
     );
 
-    // Every subcommand the top-level help lists has an example.
-    let commands: Vec<&str> = top
-        .stdout
-        .split("Commands:\n")
-        .nth(1)
-        .expect("a Commands section")
-        .lines()
-        .take_while(|l| l.starts_with("  "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|c| *c != "help")
-        .collect();
+    // Every subcommand the top-level help lists (for people, then the agent
+    // plumbing) has an example.
+    let listed = |heading: &str| -> Vec<String> {
+        top.stdout
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("a {heading:?} section"))
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter(|l| !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|c| *c != "help")
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut commands = listed("\nCommands:");
+    commands.extend(listed("\nAgent plumbing"));
     assert!(commands.len() >= 15, "{commands:?}");
-    for c in commands {
+    for c in &commands {
         let h = tb(&env, &format!("{c} --help")).run().expect(0);
         assert!(h.stdout.contains("Example"), "{}", h.block());
     }

@@ -1112,16 +1112,24 @@ fn the_comparison_catches_every_kind_of_drift() {
 fn commands_of_the_help(dir: &Path) -> Vec<String> {
     let r = sh(dir, "turnback --help", true, |_| {});
     assert_eq!(r.code(), 0, "{}", r.stderr);
-    r.stdout
-        .split("Commands:\n")
-        .nth(1)
-        .expect("a Commands section")
-        .lines()
-        .take_while(|l| l.starts_with("  "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|c| *c != "help")
-        .map(str::to_owned)
-        .collect()
+    // The commands for people, then the agent plumbing (a heading each).
+    let listed = |heading: &str| -> Vec<String> {
+        r.stdout
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("a {heading:?} section"))
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter(|l| !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|c| *c != "help")
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut commands = listed("\nCommands:");
+    commands.extend(listed("\nAgent plumbing"));
+    commands
 }
 
 /// `docs/JSON.md` lists the agent's commands, which need a session and make

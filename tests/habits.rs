@@ -616,3 +616,64 @@ fn reverting_a_file_no_session_changed_says_so_and_in_git_how_to_restore_it() {
     git(&["restore", "README.md"]);
     assert_eq!(util_read(&env, "README.md"), "# readme\n");
 }
+
+// ---------------------------------------------------------------------------
+// 8. Help for people first
+
+#[test]
+fn help_lists_the_commands_for_people_before_the_agent_plumbing() {
+    let env = Env::new();
+    for flag in ["--help", "-h"] {
+        let top = tb(&env, flag).run().expect(0);
+        let people = top
+            .stdout
+            .find("\nCommands:\n")
+            .expect("a Commands heading");
+        let plumbing = top
+            .stdout
+            .find("\nAgent plumbing")
+            .expect("a plumbing heading");
+        assert!(people < plumbing, "{}", top.stdout);
+        let (for_people, for_agents) = top.stdout.split_at(plumbing);
+        for c in ["undo", "revert", "rewind", "redo", "log", "turns", "diff"] {
+            assert!(
+                for_people.contains(&format!("\n  {c} ")),
+                "{c} for people:\n{}",
+                top.stdout
+            );
+        }
+        for c in [
+            "write",
+            "rm",
+            "mv",
+            "checkpoint",
+            "commit",
+            "rollback",
+            "turn",
+        ] {
+            assert!(
+                for_agents.contains(&format!("\n  {c} ")),
+                "{c} for agents:\n{}",
+                top.stdout
+            );
+            assert!(
+                !for_people[people..].contains(&format!("\n  {c} ")),
+                "{c} listed twice"
+            );
+        }
+        assert!(top.stdout.contains("Usage: turnback [OPTIONS] <COMMAND>"));
+    }
+    // Hidden from clap's own list, every command still parses and has help.
+    let undo = run(&env, None, &["help", "undo"], None);
+    assert!(
+        undo.stdout.contains("Usage: turnback undo"),
+        "{}",
+        undo.stderr
+    );
+    let typo = tb(&env, "und").run().expect(2);
+    assert!(typo.stderr.contains("'undo'"), "{}", typo.block());
+    // The manual page follows the same order.
+    let man = tb(&env, "man").run().expect(0);
+    let at = |c: &str| man.stdout.find(&format!(".SS \"turnback {c}\"")).unwrap();
+    assert!(at("undo") < at("write") && at("turns") < at("turn"));
+}

@@ -34,8 +34,10 @@ use turnback::output::ColorChoice;
 
 pub(crate) use error::CliError;
 
-/// The commands, in the order `--help` lists them. Each one's help line and
-/// example are on its arguments' struct, in its own module.
+/// The commands, in the order `--help` lists them under their heading
+/// (`cli::heading`: a command for agents adds its name there, in one line).
+/// Each one's help line and example are on its arguments' struct, in its
+/// own module.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
     Write(write::WriteArgs),
