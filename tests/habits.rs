@@ -677,3 +677,44 @@ fn help_lists_the_commands_for_people_before_the_agent_plumbing() {
     let at = |c: &str| man.stdout.find(&format!(".SS \"turnback {c}\"")).unwrap();
     assert!(at("undo") < at("write") && at("turns") < at("turn"));
 }
+
+// ---------------------------------------------------------------------------
+// 11. The example agent parses its arguments
+
+#[test]
+fn the_example_agent_has_a_help_and_refuses_unknown_flags() {
+    let agent = crate::interactive::example_agent();
+    let dir = tempfile::tempdir().unwrap();
+    let help = std::process::Command::new(&agent)
+        .arg("--help")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("Usage: agent [WORKSPACE] [STORE_HOME]"),
+        "{text}"
+    );
+    assert!(text.contains("/undo"), "{text}");
+    assert!(
+        !dir.path().join("--help").exists(),
+        "no directory named --help"
+    );
+    let bad = std::process::Command::new(&agent)
+        .arg("--bogus")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    assert_eq!(
+        crate::util::names_under(dir.path()).len(),
+        0,
+        "nothing made"
+    );
+}
