@@ -718,3 +718,59 @@ fn the_example_agent_has_a_help_and_refuses_unknown_flags() {
         "nothing made"
     );
 }
+
+// ---------------------------------------------------------------------------
+// 10. Installing it as Rust users do: what each crate's package holds
+// (`.ci/run` runs `cargo publish --workspace --dry-run`, which builds them)
+
+#[test]
+fn each_crate_packages_its_sources_readme_and_licenses_and_not_its_tests() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    for (krate, must) in [
+        (
+            "turnback",
+            &[
+                "src/main.rs",
+                "src/cli.rs",
+                "docs/JSON.md",
+                "examples/agent.rs",
+            ][..],
+        ),
+        ("turnback-store", &["src/lib.rs", "src/steps.rs"][..]),
+    ] {
+        let out = std::process::Command::new(&cargo)
+            .args([
+                "package",
+                "--list",
+                "--allow-dirty",
+                "--offline",
+                "-p",
+                krate,
+            ])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{krate}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let files: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        for f in ["README.md", "LICENSE-MIT", "LICENSE-APACHE", "Cargo.toml"]
+            .iter()
+            .chain(must)
+        {
+            assert!(files.iter().any(|x| x == f), "{krate} lacks {f}: {files:?}");
+        }
+        assert!(
+            !files
+                .iter()
+                .any(|f| f.starts_with("tests/") || f.starts_with("target/")),
+            "{krate} ships its tests: {files:?}"
+        );
+    }
+}
