@@ -175,8 +175,12 @@ pub fn diff_body(out: &Out, d: &FileDiff) -> String {
     }
 }
 
-/// `turnback diff`: each file with a summary line, then (without `--stat`) its diff.
+/// `turnback diff`: each file with a summary line and its diff; with
+/// `--stat`, git's lines with bars ([`crate::entry_view::stat`]).
 pub fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
+    if stat {
+        return crate::entry_view::stat(out, files);
+    }
     let mut s = String::new();
     let (mut ins, mut del) = (0, 0);
     for d in files {

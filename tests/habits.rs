@@ -107,7 +107,7 @@ fn a_session_without_turns_logs_as_before_and_has_no_turns() {
 
 /// The commands this issue adds, in the completions and the manual page
 /// (both generated from the clap definition).
-const NEW_COMMANDS: &[&str] = &["turns"];
+const NEW_COMMANDS: &[&str] = &["turns", "show"];
 
 #[test]
 fn completions_and_man_name_the_new_commands() {
@@ -773,4 +773,85 @@ fn each_crate_packages_its_sources_readme_and_licenses_and_not_its_tests() {
             "{krate} ships its tests: {files:?}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------
+// 6. show #N, diff #N, diff --turn N, --stat with bars
+
+#[test]
+fn show_diff_of_an_entry_and_of_a_turn_and_stat_bars() {
+    let env = two_turns();
+    // A hand edit after the agent: what an entry did is still shown.
+    std::fs::write(env.path("src/util.rs"), "by hand\n").unwrap();
+    let text = transcript(vec![
+        (tb(&env, "show #1 -q"), 0),
+        (tb(&env, "show t2-2 -q"), 0),
+        (tb(&env, "diff #2 -q"), 0),
+        (tb(&env, "diff --turn -1 --stat -q"), 0),
+        (tb(&env, "diff --turn 1 -q"), 0),
+        (tb(&env, "diff --stat -q"), 0),
+        (tb(&env, "show #7 -q"), 1),
+        (tb(&env, "diff --turn 5 -q"), 1),
+    ]);
+    snap(
+        &env,
+        "habits_show_and_diff",
+        "`show #1` (the entry, its turn and prompt, its diff); `show MESSAGE`; `diff #2` (what entry 2 did, though util.rs was edited by hand since); `diff --turn -1 --stat` (git-style bars); `diff --turn 1`; the session's `diff --stat`; an unknown entry and turn.",
+        &text,
+    );
+    let v = json(&env, None, &["show", "#1"]);
+    assert_eq!(v["session"], "agent-1");
+    let e = &v["entries"][0];
+    assert_eq!(e["entry"]["seq"], 1);
+    assert_eq!(e["turn"]["number"], 1);
+    assert_eq!(e["turn"]["prompt"], "first");
+    assert_eq!(e["diff"]["kind"], "text");
+    assert_eq!(e["diff"]["insertions"], 3);
+    // What #2 left (util.rs as created) was overwritten by hand and no
+    // backup holds it: no diff, and said so.
+    let v = json(&env, None, &["show", "#2"]);
+    assert_eq!(v["entries"][0]["diff"], Value::Null);
+    let d = json(&env, None, &["diff", "#2"]);
+    assert_eq!(d["files"], serde_json::json!([]));
+    assert_eq!(d["not_kept"], serde_json::json!(["src/util.rs"]));
+    let d = json(&env, None, &["diff", "--turn", "2"]);
+    let paths: Vec<&str> = d["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["NOTES.md"]);
+    assert_eq!(d["not_kept"], serde_json::json!(["src/util.rs"]));
+    let d = json(&env, None, &["diff", "--entry", "1"]);
+    assert_eq!(d["files"][0]["path"], "src/lib.rs");
+    assert_eq!(d["files"][0]["new"]["size"], LIB_V2.len());
+}
+
+#[test]
+fn stat_bars_are_scaled_to_the_largest_file() {
+    let env = workspace();
+    let big: String = (0..200).map(|i| format!("{i}\n")).collect();
+    run(
+        &env,
+        Some("a"),
+        &["write", "big.txt", "-m", "m"],
+        Some(big.as_bytes()),
+    );
+    run(
+        &env,
+        Some("a"),
+        &["write", "src/lib.rs", "-m", "m"],
+        Some(LIB_V2.as_bytes()),
+    );
+    let r = tb(&env, "diff --stat -q").run().expect(0);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], format!(" big.txt    | 200 {}", "+".repeat(40)));
+    let lib = lines[1];
+    assert!(lib.starts_with(" src/lib.rs |   4 +"), "{lib}");
+    assert!(lib.ends_with('-') && lib.len() < lines[0].len(), "{lib}");
+    assert_eq!(
+        lines[2],
+        " 2 files changed, 203 insertions(+), 1 deletion(-)"
+    );
 }

@@ -19,6 +19,7 @@ mod rewind;
 mod rm;
 mod rollback;
 mod sessions;
+mod show;
 mod turn;
 mod turns;
 mod undo;
@@ -54,6 +55,7 @@ pub(crate) enum Command {
     Log(log::LogArgs),
     Turns(turns::TurnsArgs),
     Diff(diff::DiffArgs),
+    Show(show::ShowArgs),
     Sessions(sessions::SessionsArgs),
     Prune(prune::PruneArgs),
     Demo(demo::DemoArgs),
@@ -137,6 +139,7 @@ fn dispatch(
         Command::Log(args) => log::run(ctx, args).map(boxed),
         Command::Turns(args) => turns::run(ctx, args).map(boxed),
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
+        Command::Show(args) => show::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
         Command::Demo(_) | Command::Completions(_) | Command::Man(_) => {

@@ -4,7 +4,7 @@
 
 use std::io::Read;
 
-use crate::diff::MAX_DIFF_BYTES;
+use crate::diff::{FileDiff, MAX_DIFF_BYTES, Side};
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState};
 use crate::revert::{self, Kind, RevertOptions, RevertReport};
@@ -142,5 +142,55 @@ impl Workspace {
         path: impl AsRef<std::path::Path>,
     ) -> Result<Vec<std::path::PathBuf>> {
         crate::workspace::candidate_files(self, path.as_ref())
+    }
+}
+
+impl Session {
+    /// What the entries `seqs` of this session did together, file by file:
+    /// each file as it was before the oldest of them against the file as
+    /// the newest of them left it, in path order (`show #N`, `diff #N`,
+    /// `diff --turn N`). The "after" side is read from a backup with its
+    /// contents (any session's: backups are shared) or from the file when
+    /// it is still so; a file whose "after" is neither (a checkpoint not
+    /// committed, or contents since overwritten) is left out of the diffs
+    /// and named in the second list.
+    pub fn entries_diff(&self, seqs: &[u64]) -> Result<(Vec<FileDiff>, Vec<String>)> {
+        let entries: Vec<Entry> = self
+            .entries()?
+            .into_iter()
+            .filter(|e| seqs.contains(&e.seq))
+            .collect();
+        let mut files: Vec<(&Entry, &Entry)> = Vec::new();
+        for e in &entries {
+            match files
+                .iter_mut()
+                .find(|(first, _)| first.absolute_path() == e.absolute_path())
+            {
+                Some((_, last)) => *last = e,
+                None => files.push((e, e)),
+            }
+        }
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        for (first, last) in files {
+            let ws = Workspace::reopen(&first.workspace)?;
+            let rel = first.rel_path();
+            let Some(after) = &last.after else {
+                unknown.push(last.path.clone());
+                continue;
+            };
+            let new_side = if self.has_backup(after) {
+                Side::Blob
+            } else if ws.current_state(&rel)?.same_contents(after) {
+                Side::Workspace
+            } else {
+                unknown.push(last.path.clone());
+                continue;
+            };
+            let before_side = Side::Blob;
+            out.push(self.compare(&ws, &rel, &first.before, before_side, after, new_side)?);
+        }
+        out.sort_by(|a, b| (&a.workspace, &a.path).cmp(&(&b.workspace, &b.path)));
+        Ok((out, unknown))
     }
 }
