@@ -107,7 +107,7 @@ fn a_session_without_turns_logs_as_before_and_has_no_turns() {
 
 /// The commands this issue adds, in the completions and the manual page
 /// (both generated from the clap definition).
-const NEW_COMMANDS: &[&str] = &["turns", "show"];
+const NEW_COMMANDS: &[&str] = &["turns", "show", "status"];
 
 #[test]
 fn completions_and_man_name_the_new_commands() {
@@ -854,4 +854,58 @@ fn stat_bars_are_scaled_to_the_largest_file() {
         lines[2],
         " 2 files changed, 203 insertions(+), 1 deletion(-)"
     );
+}
+
+// ---------------------------------------------------------------------------
+// 5. status
+
+#[test]
+fn status_says_which_session_why_what_is_open_and_what_changed_since() {
+    let (env, _) = crate::cli::two_sessions();
+    // agent-1's util.rs edited by hand; agent-1 opens a checkpoint.
+    std::fs::write(env.path("src/util.rs"), "by hand\n").unwrap();
+    run(
+        &env,
+        Some("agent-1"),
+        &["checkpoint", "README.md", "-m", "cp-1"],
+        None,
+    );
+    let empty = Env::new();
+    let text = transcript(vec![
+        (tb(&env, "status"), 0),
+        (tb(&env, "status --session agent-1"), 0),
+        (tb(&empty, "status"), 0),
+    ]);
+    let text = text
+        .replace(&empty.ws.path().display().to_string(), "[EMPTY WS]")
+        .replace(&empty.home.path().display().to_string(), "[EMPTY HOME]");
+    snap(
+        &env,
+        "habits_status",
+        "`status`: the session used here and why; with --session agent-1: its open checkpoint, and the files changed since it wrote them (lib.rs by agent-2, util.rs by hand); where no session has changes.",
+        &text,
+    );
+    let v = json(&env, Some("agent-1"), &["status"]);
+    let s = &v["session"];
+    assert_eq!(s["id"], "agent-1");
+    assert_eq!(s["reason"], "named");
+    assert_eq!(s["entries"], 6);
+    assert_eq!(s["open_checkpoints"][0]["path"], "README.md");
+    assert_eq!(s["open_checkpoints"][0]["seq"], 6);
+    let changed = s["changed_since"].as_array().unwrap();
+    let paths: Vec<&str> = changed
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["src/lib.rs", "src/util.rs"]);
+    assert_eq!(changed[0]["changed_by"]["session"], "agent-2");
+    assert_eq!(changed[0]["changed_by"]["message_id"], "fix-1");
+    assert_eq!(changed[1]["changed_by"], Value::Null);
+    assert_eq!(v["hooks"], Value::Null);
+    assert_eq!(v["store"]["sessions"], 2);
+    assert!(v["store"]["bytes"].as_u64().unwrap() > 0);
+    let here = json(&env, None, &["status"]);
+    assert_eq!(here["session"]["id"], "agent-1", "its checkpoint is the newest change");
+    assert_eq!(here["session"]["reason"], "changed-under");
+    assert_eq!(json(&empty, None, &["status"])["session"], Value::Null);
 }

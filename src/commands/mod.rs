@@ -20,6 +20,7 @@ mod rm;
 mod rollback;
 mod sessions;
 mod show;
+mod status;
 mod turn;
 mod turns;
 mod undo;
@@ -48,6 +49,7 @@ pub(crate) enum Command {
     Commit(commit::CommitArgs),
     Rollback(rollback::RollbackArgs),
     Turn(turn::TurnArgs),
+    Status(status::StatusArgs),
     Undo(undo::UndoArgs),
     Revert(revert::RevertArgs),
     Rewind(rewind::RewindArgs),
@@ -132,6 +134,7 @@ fn dispatch(
         Command::Commit(args) => commit::run(ctx, args).map(boxed),
         Command::Rollback(args) => rollback::run(ctx, args),
         Command::Turn(args) => turn::run(ctx, args).map(boxed),
+        Command::Status(args) => status::run(ctx, args).map(boxed),
         Command::Undo(args) => undo::run(ctx, args).map(boxed),
         Command::Revert(args) => revert::run(ctx, args).map(boxed),
         Command::Rewind(args) => rewind::run(ctx, args),

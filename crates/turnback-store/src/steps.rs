@@ -107,6 +107,13 @@ impl Session {
             .is_none_or(|h| self.blobs().exists(h))
     }
 
+    /// The file of `entry` as it is now in its workspace (what `status`
+    /// compares with what the session left).
+    pub fn current_state(&self, entry: &Entry) -> Result<FileState> {
+        let ws = Workspace::reopen(&entry.workspace)?;
+        ws.current_state(&entry.rel_path())
+    }
+
     /// The file of `entry` as it is now in its workspace, and its contents
     /// (`None` over [`MAX_DIFF_BYTES`]; empty when absent).
     pub fn current_contents(&self, entry: &Entry) -> Result<(FileState, Option<Vec<u8>>)> {
@@ -149,9 +156,9 @@ impl Session {
     /// What the entries `seqs` of this session did together, file by file:
     /// each file as it was before the oldest of them against the file as
     /// the newest of them left it, in path order (`show #N`, `diff #N`,
-    /// `diff --turn N`). The "after" side is read from a backup with its
-    /// contents (any session's: backups are shared) or from the file when
-    /// it is still so; a file whose "after" is neither (a checkpoint not
+    /// `diff --turn N`). The "after" side is read from this session's
+    /// backup with its contents (a later change's "before") or from the
+    /// file when it is still so; a file whose "after" is neither (a checkpoint not
     /// committed, or contents since overwritten) is left out of the diffs
     /// and named in the second list.
     pub fn entries_diff(&self, seqs: &[u64]) -> Result<(Vec<FileDiff>, Vec<String>)> {
