@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! cargo run --example agent -- [WORKSPACE [STORE_HOME]]
+//! cargo run --example agent -- --help
 //! ```
 //! Without arguments it works in a scratch directory.
 
@@ -56,11 +57,25 @@ struct Agent {
     calls: usize,
 }
 
+/// A small scripted coding agent with turnback wired in: type a request and it
+/// edits files through turnback; /undo, /redo, /rewind [N], /diff, /log, /quit.
+#[derive(clap::Parser)]
+#[command(name = "agent", version)]
+struct Args {
+    /// The directory it works in [default: a scratch directory]
+    workspace: Option<PathBuf>,
+    /// The turnback store home [default: a scratch directory]
+    store_home: Option<PathBuf>,
+}
+
 fn main() -> io::Result<()> {
-    let mut args = std::env::args_os().skip(1).map(PathBuf::from);
+    // A real parser: `--help` is help, not a workspace named `--help`, and an
+    // unknown flag is an error (a directory whose name starts with `-` comes
+    // after `--`).
+    let args = <Args as clap::Parser>::parse();
     let scratch = std::env::temp_dir().join(format!("turnback-agent-{}", std::process::id()));
-    let ws_dir = args.next().unwrap_or_else(|| scratch.join("workspace"));
-    let home = args.next().unwrap_or_else(|| scratch.join("store"));
+    let ws_dir = args.workspace.unwrap_or_else(|| scratch.join("workspace"));
+    let home = args.store_home.unwrap_or_else(|| scratch.join("store"));
     std::fs::create_dir_all(&ws_dir)?;
     let fail = |e: Error| io::Error::other(e.to_string());
     let store = Store::new(&home);

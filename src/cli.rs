@@ -42,6 +42,12 @@ pub(crate) struct Cli {
     /// When to colour the output (NO_COLOR turns `auto` off)
     #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN", help_heading = GLOBAL)]
     pub color: ColorWhen,
+    /// Say nothing on stderr about which session is used
+    #[arg(long, short, global = true, help_heading = GLOBAL)]
+    pub quiet: bool,
+    /// Print long output directly instead of through $PAGER (else `less -FRX`) on a terminal
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub no_pager: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -67,10 +73,94 @@ impl From<ColorWhen> for ColorChoice {
     }
 }
 
+/// The headings of the top-level `--help`, in the order it lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Heading {
+    /// What a person runs: undo, look, tidy up.
+    People,
+    /// What agents (and their hooks) run: the protected writes and the
+    /// turn and checkpoint bookkeeping.
+    Plumbing,
+}
+
+/// The heading `--help` lists a command under. A new command is for people
+/// unless it has a line here.
+pub(crate) fn heading(command: &str) -> Heading {
+    match command {
+        "write" | "rm" | "mv" | "checkpoint" | "commit" | "rollback" | "turn" => Heading::Plumbing,
+        _ => Heading::People,
+    }
+}
+
+/// The title of each heading.
+fn title(h: Heading) -> &'static str {
+    match h {
+        Heading::People => "Commands",
+        Heading::Plumbing => "Agent plumbing (what agents and their hooks run)",
+    }
+}
+
 /// Parses the command line; a usage error is returned, not printed, so that
 /// `--json` can report it as JSON too.
 pub(crate) fn parse() -> Result<Cli, clap::Error> {
-    Cli::try_parse()
+    use clap::FromArgMatches;
+    let matches = help_command().try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// The clap command as it parses: [`command`], with the top-level help
+/// listing the commands under their headings ([`heading`]): commands for
+/// people first, agent plumbing second. clap lists subcommands under one
+/// heading only, so they are hidden from its own list (they parse all the
+/// same) and the template lists them.
+fn help_command() -> clap::Command {
+    let mut cmd = command();
+    cmd.build();
+    let subs: Vec<(String, String)> = cmd
+        .get_subcommands()
+        .map(|s| {
+            let about = s.get_about().map(|a| a.to_string()).unwrap_or_default();
+            (s.get_name().to_owned(), about)
+        })
+        .collect();
+    let width = subs.iter().map(|(n, _)| n.len()).max().unwrap_or(0) + 2;
+    let mut lists = String::new();
+    for h in [Heading::People, Heading::Plumbing] {
+        lists.push_str(&format!("{}:\n", title(h)));
+        for (name, about) in subs.iter().filter(|(n, _)| heading(n) == h) {
+            lists.push_str(&command_line(name, about, width));
+        }
+        lists.push('\n');
+    }
+    for (name, _) in &subs {
+        cmd = cmd.mut_subcommand(name, |s| s.hide(true));
+    }
+    // Hidden subcommands leave `<COMMAND>` out of the usage line clap makes.
+    cmd.override_usage("turnback [OPTIONS] <COMMAND>")
+        .help_template(format!(
+        "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{lists}{{all-args}}{{after-help}}"
+    ))
+}
+
+/// One command's line of the top-level help: its name in a column of
+/// `width`, then its help, wrapped at 100 columns as clap wraps its own.
+fn command_line(name: &str, about: &str, width: usize) -> String {
+    let indent = 2 + width;
+    let mut out = format!("  {name:<width$}");
+    let mut col = indent;
+    for (i, word) in about.split_whitespace().enumerate() {
+        if i > 0 && col + 1 + word.len() > 100 {
+            out.push_str(&format!("\n{:indent$}", ""));
+            col = indent;
+        } else if i > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += word.len();
+    }
+    out.push('\n');
+    out
 }
 
 /// The clap command, for completions and the manual page.

@@ -19,6 +19,8 @@ pub(crate) struct Context {
     session: Option<String>,
     /// With `--json`, stderr carries only an error object: no notes.
     quiet: bool,
+    /// `--quiet`: no "using session" note.
+    no_session_note: bool,
 }
 
 impl Context {
@@ -36,6 +38,7 @@ impl Context {
             workspace: cli.workspace.clone(),
             session: cli.session.clone(),
             quiet: cli.json,
+            no_session_note: cli.json || cli.quiet,
         })
     }
 
@@ -164,14 +167,13 @@ impl Context {
                     )
                     .kind(Kind::NoSession)
                 }
-                SessionChoice::ChangedFile(_, file) => CliError::new(
-                    format!("no session has a change to {}", file.display()),
-                    Some("pass --session ID; `turnback sessions` lists them".into()),
-                )
-                .kind(ErrorKind::NoChangeToFile),
+                SessionChoice::ChangedFile(ws, file) => never_backed_up(ws, file, &self.cwd),
             });
         };
         let id = &chosen.id;
+        if self.no_session_note {
+            return self.open(id);
+        }
         match (chosen.reason, choice) {
             (ChoiceReason::Named, _) => {}
             (ChoiceReason::ChangedUnder, SessionChoice::ChangedUnder(dir))
@@ -198,4 +200,24 @@ impl Context {
         }
         self.open(id)
     }
+}
+
+/// The error for a file no session here changed: named as the person typed
+/// it (relative to the current directory), saying turnback never backed it
+/// up, and in a git repository how to get the committed version back.
+fn never_backed_up(ws: &Workspace, file: &Path, cwd: &Path) -> CliError {
+    let shown = turnback::text::escape_path(file.strip_prefix(cwd).unwrap_or(file));
+    let in_git = ws.root().ancestors().any(|d| d.join(".git").exists());
+    let hint = if in_git {
+        format!(
+            "`git restore {shown}` brings back the committed version (this is a git repository)"
+        )
+    } else {
+        "turnback can put back only what an agent wrote through it; `turnback log --all` lists what sessions here changed".to_owned()
+    };
+    CliError::new(
+        format!("no session has a change to {shown} here: turnback never backed it up"),
+        Some(hint),
+    )
+    .kind(ErrorKind::NoChangeToFile)
 }

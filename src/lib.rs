@@ -6,8 +6,11 @@
 //! Everything that changes files is in the `turnback-store` crate; this crate
 //! only renders and asks.
 
+pub mod entry_view;
 pub mod errors;
+pub mod history;
 pub mod json;
 pub mod output;
 pub mod picker;
 pub mod text;
+pub mod when;

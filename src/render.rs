@@ -20,6 +20,19 @@ pub(crate) trait Report {
 
     /// The report as a person reads it, styled (coloured or not) by `out`.
     fn text(&self, out: &Out) -> String;
+
+    /// The refusal a check reports (a dry run that found what would refuse
+    /// the real command): written after the report, as the real command
+    /// would write it, and the process exits with its code (3).
+    fn refusal(&self) -> Option<CliError> {
+        None
+    }
+
+    /// Whether the text may be long enough to page on a terminal (`log`,
+    /// `diff`, `show`, `blame`).
+    fn paged(&self) -> bool {
+        false
+    }
 }
 
 /// A report that is only text, printed as it is.
@@ -40,6 +53,8 @@ impl Report for Text {
 pub(crate) struct Renderer {
     json: bool,
     style: Out,
+    /// `--no-pager`.
+    no_pager: bool,
 }
 
 impl Renderer {
@@ -55,7 +70,13 @@ impl Renderer {
             } else {
                 Out::new(color)
             },
+            no_pager: false,
         }
+    }
+
+    /// The same renderer, paging long text unless `no_pager`.
+    pub(crate) fn paging(self, no_pager: bool) -> Renderer {
+        Renderer { no_pager, ..self }
     }
 
     /// How text is styled: what a report's text is made with, and what a
@@ -76,7 +97,21 @@ impl Renderer {
     pub(crate) fn report(&self, report: &dyn Report) -> std::io::Result<()> {
         match report.json() {
             Some(v) if self.json => self.style.json(&v),
-            _ => self.style.print(&report.text(&self.style)),
+            _ => {
+                let text = report.text(&self.style);
+                let pager = report.paged().then(|| {
+                    crate::pager::choose(
+                        std::io::stdout().is_terminal(),
+                        self.no_pager,
+                        self.json,
+                        std::env::var_os("PAGER"),
+                    )
+                });
+                match pager.flatten() {
+                    Some(p) => crate::pager::page(&p, &text),
+                    None => self.style.print(&text),
+                }
+            }
         }
     }
 

@@ -40,10 +40,9 @@ pub fn escape_path(p: &std::path::Path) -> String {
     escape(&p.display().to_string()).into_owned()
 }
 
+/// A time as text output shows it: in local time (`UTC` for a zero offset).
 pub fn time(t: time::OffsetDateTime) -> String {
-    let fmt =
-        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
-    t.format(&fmt).unwrap_or_default()
+    crate::when::absolute(t)
 }
 
 /// What an entry did to its file, in a word or two, and the sizes.
@@ -176,8 +175,12 @@ pub fn diff_body(out: &Out, d: &FileDiff) -> String {
     }
 }
 
-/// `turnback diff`: each file with a summary line, then (without `--stat`) its diff.
+/// `turnback diff`: each file with a summary line and its diff; with
+/// `--stat`, git's lines with bars ([`crate::entry_view::stat`]).
 pub fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
+    if stat {
+        return crate::entry_view::stat(out, files);
+    }
     let mut s = String::new();
     let (mut ins, mut del) = (0, 0);
     for d in files {
@@ -301,7 +304,8 @@ fn escape_diff_headers(unified: &str) -> String {
     out
 }
 
-fn plural(n: usize, word: &str) -> String {
+/// `word`, with an `s` unless `n` is 1.
+pub fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         word.to_owned()
     } else {

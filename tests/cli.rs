@@ -5,7 +5,9 @@
 //! always given by `TURNBACK_HOME`, which is not shown; a session given by
 //! `TURNBACK_SESSION` is), then its standard output, its standard error and its
 //! exit code. What varies between runs is filtered: the temporary workspace and
-//! home (`[WS]`, `[HOME]`), times (`[TIME]`, padded to the width of a time where a
+//! home (`[WS]`, `[HOME]`), times (`[TIME]`, in UTC by `TZ=UTC`; "now" is
+//! fixed a day and a half later by `TURNBACK_NOW` so that a relative time
+//! reads `1 day ago`; padded to the width of a time where a
 //! column follows it, so tables stay aligned), SHA-256 hex and process ids.
 //! Every command runs with `--color never`, except in the test of colour itself.
 
@@ -19,17 +21,17 @@ use crate::util::{self, Env};
 // Running a command and showing what it printed
 
 /// What one run of `turnback` showed.
-struct Ran {
+pub(crate) struct Ran {
     /// The command line, as a person would type it.
-    line: String,
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
+    pub(crate) line: String,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) code: Option<i32>,
 }
 
 impl Ran {
     /// The transcript of the run: command line, stdout, stderr, exit code.
-    fn block(&self) -> String {
+    pub(crate) fn block(&self) -> String {
         let code = self
             .code
             .map_or_else(|| "none (killed by a signal)".to_owned(), |c| c.to_string());
@@ -42,7 +44,7 @@ impl Ran {
     }
 
     /// Asserts the exit code, showing the whole run if it is another.
-    fn expect(self, code: i32) -> Ran {
+    pub(crate) fn expect(self, code: i32) -> Ran {
         assert_eq!(
             self.code,
             Some(code),
@@ -65,7 +67,7 @@ fn stream(name: &str, text: &str) -> String {
 }
 
 /// One `turnback` command to run in an [`Env`]'s workspace.
-struct Turnback<'a> {
+pub(crate) struct Turnback<'a> {
     env: &'a Env,
     args: Vec<String>,
     session: Option<&'a str>,
@@ -77,7 +79,7 @@ struct Turnback<'a> {
 
 /// `turnback ARGS` (split on spaces), with `--color never` appended unless the
 /// arguments choose a colour or ask for help.
-fn tb<'a>(env: &'a Env, args: &str) -> Turnback<'a> {
+pub(crate) fn tb<'a>(env: &'a Env, args: &str) -> Turnback<'a> {
     let mut args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
     let help = args.iter().any(|a| a == "--help");
     if !help && !args.iter().any(|a| a.starts_with("--color")) {
@@ -96,36 +98,36 @@ fn tb<'a>(env: &'a Env, args: &str) -> Turnback<'a> {
 
 impl<'a> Turnback<'a> {
     /// As an agent: `TURNBACK_SESSION=id`.
-    fn session(mut self, id: &'a str) -> Self {
+    pub(crate) fn session(mut self, id: &'a str) -> Self {
         self.session = Some(id);
         self
     }
 
     /// These bytes on standard input (else it is empty).
-    fn stdin(mut self, bytes: &[u8]) -> Self {
+    pub(crate) fn stdin(mut self, bytes: &[u8]) -> Self {
         self.stdin = Some(bytes.to_vec());
         self
     }
 
     /// Run in this directory of the workspace instead of its root.
-    fn subdir(mut self, dir: &'a str) -> Self {
+    pub(crate) fn subdir(mut self, dir: &'a str) -> Self {
         self.subdir = Some(dir);
         self
     }
 
     /// With this environment variable set (shown on the command line).
-    fn var(mut self, name: &'a str, value: &'a str) -> Self {
+    pub(crate) fn var(mut self, name: &'a str, value: &'a str) -> Self {
         self.vars.push((name, value));
         self
     }
 
     /// Without this environment variable.
-    fn without(mut self, name: &'a str) -> Self {
+    pub(crate) fn without(mut self, name: &'a str) -> Self {
         self.removed.push(name);
         self
     }
 
-    fn run(self) -> Ran {
+    pub(crate) fn run(self) -> Ran {
         let mut cmd: Command = self.env.cmd(self.session);
         // Whatever the test runner's environment says about colour, the output
         // is the same.
@@ -134,6 +136,17 @@ impl<'a> Turnback<'a> {
         }
         for v in &self.removed {
             cmd.env_remove(v);
+        }
+        // Times: local time is UTC, and "now" (`TURNBACK_NOW`, not shown) is
+        // a day and a half after the run, so that "how long ago" reads "1 day
+        // ago" however long the test took (under 12 hours).
+        cmd.env("TZ", "UTC");
+        if !self.vars.iter().any(|(k, _)| *k == "TURNBACK_NOW") {
+            let now = time::OffsetDateTime::now_utc() + time::Duration::hours(36);
+            let now = now
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap();
+            cmd.env("TURNBACK_NOW", now);
         }
         let mut line = String::new();
         if let Some(dir) = self.subdir {
@@ -180,7 +193,7 @@ impl<'a> Turnback<'a> {
 
 /// The transcripts of several runs, one after another, each expected to exit
 /// with its code.
-fn transcript(runs: Vec<(Turnback<'_>, i32)>) -> String {
+pub(crate) fn transcript(runs: Vec<(Turnback<'_>, i32)>) -> String {
     runs.into_iter()
         .map(|(t, code)| t.run().expect(code).block())
         .collect::<Vec<_>>()
@@ -191,7 +204,7 @@ fn transcript(runs: Vec<(Turnback<'_>, i32)>) -> String {
 // Snapshots and their filters
 
 /// `s` escaped as a regular expression that matches it literally.
-fn literal(s: &str) -> String {
+pub(crate) fn literal(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if "\\.+*?()|[]{}^$#&-~".contains(c) {
@@ -202,10 +215,10 @@ fn literal(s: &str) -> String {
     out
 }
 
-const TIME: &str = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC";
+pub(crate) const TIME: &str = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC";
 
 /// Filters for what varies between runs: the env's paths, times, hashes.
-fn settings(env: &Env) -> insta::Settings {
+pub(crate) fn settings(env: &Env) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_omit_expression(true);
     for (dir, name) in [(env.ws.path(), "[WS]"), (env.home.path(), "[HOME]")] {
@@ -218,6 +231,8 @@ fn settings(env: &Env) -> insta::Settings {
     }
     // A time followed by a column keeps its width (23 characters), so that the
     // columns after it line up as they do on screen.
+    // A time followed by how long ago it was is not a column.
+    s.add_filter(&format!(r"{TIME} \("), "[TIME] (");
     s.add_filter(&format!("{TIME} "), format!("{:<23} ", "[TIME]"));
     s.add_filter(TIME, "[TIME]");
     s.add_filter(r"\b[0-9a-f]{64}\b", "[SHA256]");
@@ -226,7 +241,7 @@ fn settings(env: &Env) -> insta::Settings {
 
 /// Asserts the snapshot `name` of `text`, with `env`'s filters and a
 /// description of the scenario.
-fn snap(env: &Env, name: &str, description: &str, text: &str) {
+pub(crate) fn snap(env: &Env, name: &str, description: &str, text: &str) {
     let mut s = settings(env);
     s.set_description(description);
     s.bind(|| insta::assert_snapshot!(name, text));
@@ -235,16 +250,17 @@ fn snap(env: &Env, name: &str, description: &str, text: &str) {
 // ---------------------------------------------------------------------------
 // The scenario: a workspace and an agent session
 
-const LIB_V1: &str = "pub fn answer() -> u32 {\n    41\n}\n";
-const LIB_V2: &str = "pub mod util;\n\npub fn answer() -> u32 {\n    util::helper() + 1\n}\n";
-const UTIL: &str = "pub fn helper() -> u32 {\n    41\n}\n";
-const NOTES: &str = "- remember the milk\n- call the bank\n";
-const GUIDE: &str = "# Guide\n\nCall `answer()`.\n";
+pub(crate) const LIB_V1: &str = "pub fn answer() -> u32 {\n    41\n}\n";
+pub(crate) const LIB_V2: &str =
+    "pub mod util;\n\npub fn answer() -> u32 {\n    util::helper() + 1\n}\n";
+pub(crate) const UTIL: &str = "pub fn helper() -> u32 {\n    41\n}\n";
+pub(crate) const NOTES: &str = "- remember the milk\n- call the bank\n";
+pub(crate) const GUIDE: &str = "# Guide\n\nCall `answer()`.\n";
 const LOGO_V1: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
 const LOGO_V2: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06";
 
 /// A workspace with `src/lib.rs`, `NOTES.md` and `logo.png`.
-fn workspace() -> Env {
+pub(crate) fn workspace() -> Env {
     let env = Env::new();
     std::fs::create_dir_all(env.path("src")).unwrap();
     std::fs::write(env.path("src/lib.rs"), LIB_V1).unwrap();
@@ -259,7 +275,7 @@ fn workspace() -> Env {
 /// - msg-1 changes `src/lib.rs` and creates `src/util.rs`;
 /// - msg-2 deletes `NOTES.md`;
 /// - msg-3 changes the binary `logo.png` and creates `docs/guide.md`.
-fn agent_session() -> (Env, String) {
+pub(crate) fn agent_session() -> (Env, String) {
     let env = workspace();
     let s = "agent-1";
     let text = transcript(vec![
@@ -299,11 +315,11 @@ fn agent_session() -> (Env, String) {
 
 /// After [`agent_session`], a second agent (`agent-2`) changes `src/lib.rs` again
 /// and creates `TODO.md`, in message fix-1.
-const LIB_V3: &str =
+pub(crate) const LIB_V3: &str =
     "pub mod util;\n\n/// The answer.\npub fn answer() -> u32 {\n    util::helper() + 1\n}\n";
-const TODO: &str = "- document util\n";
+pub(crate) const TODO: &str = "- document util\n";
 
-fn two_sessions() -> (Env, String) {
+pub(crate) fn two_sessions() -> (Env, String) {
     let (env, mut text) = agent_session();
     text.push('\n');
     text.push_str(&transcript(vec![
@@ -467,7 +483,8 @@ fn refusal_and_force() {
         before,
         "a refusal touches nothing"
     );
-    let dry = tb(&env, "rewind msg-1 --dry-run").run().expect(0);
+    // A dry run is a check: it shows the conflict and exits 3 as the real one would.
+    let dry = tb(&env, "rewind msg-1 --dry-run").run().expect(3);
     let forced = tb(&env, "rewind msg-1 --force").run().expect(0);
     assert_eq!(util::read_text(env.path("src/lib.rs")), LIB_V1);
     assert_eq!(util::read_text(env.path("NOTES.md")), NOTES);
@@ -502,7 +519,7 @@ fn refusal_names_the_other_session() {
     );
     let dry = tb(&env, "rewind msg-1 --session agent-1 --dry-run")
         .run()
-        .expect(0);
+        .expect(3);
     let revert = tb(&env, "revert src/lib.rs").run().expect(0);
     assert_eq!(util::read_text(env.path("src/lib.rs")), LIB_V2);
     let text = [refused.block(), dry.block(), revert.block()].join("\n");
@@ -701,19 +718,26 @@ fn help() {
         &undo.block(),
     );
 
-    // Every subcommand the top-level help lists has an example.
-    let commands: Vec<&str> = top
-        .stdout
-        .split("Commands:\n")
-        .nth(1)
-        .expect("a Commands section")
-        .lines()
-        .take_while(|l| l.starts_with("  "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|c| *c != "help")
-        .collect();
+    // Every subcommand the top-level help lists (for people, then the agent
+    // plumbing) has an example.
+    let listed = |heading: &str| -> Vec<String> {
+        top.stdout
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("a {heading:?} section"))
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter(|l| !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|c| *c != "help")
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut commands = listed("\nCommands:");
+    commands.extend(listed("\nAgent plumbing"));
     assert!(commands.len() >= 15, "{commands:?}");
-    for c in commands {
+    for c in &commands {
         let h = tb(&env, &format!("{c} --help")).run().expect(0);
         assert!(h.stdout.contains("Example"), "{}", h.block());
     }

@@ -564,7 +564,20 @@ fn revert_of_a_file_no_session_changed() {
             names: &["no session has a change to", "other.txt"],
         },
     );
-    assert!(e["hint"].as_str().unwrap().contains("--session"));
+    // Named as typed, not as an absolute path; no git here: no `git restore`.
+    assert!(
+        !e["message"]
+            .as_str()
+            .unwrap()
+            .contains(env.ws.path().to_str().unwrap())
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("never backed it up")
+    );
+    assert!(e["hint"].as_str().unwrap().contains("turnback log --all"));
     // A session named that did not change it.
     check_error(
         &env,

@@ -386,7 +386,7 @@ fn checkpoint_commit_and_rollback_print_the_entry_and_what_was_rolled_back() {
     let log = json_ok(&env, Some("s"), &["log"], None);
     assert_eq!(
         log,
-        json!({ "session": "s", "entries": [committed["entry"]] })
+        json!({ "session": "s", "entries": [committed["entry"]], "turns": [] })
     );
 }
 
@@ -421,7 +421,8 @@ fn log_lists_every_entry_exactly_as_the_commands_printed_it() {
     .collect::<Vec<_>>();
 
     let log = json_ok(&env, Some("s"), &["log"], None);
-    assert_eq!(keys(&log), ["entries", "session"]);
+    assert_eq!(keys(&log), ["entries", "session", "turns"]);
+    assert_eq!(log["turns"], json!([]));
     assert_eq!(log["session"], "s");
     assert_eq!(log["entries"], Value::Array(printed.clone()));
     let seqs: Vec<&Value> = printed.iter().map(|e| &e["seq"]).collect();
@@ -481,14 +482,14 @@ fn log_all_lists_each_session_with_changes_here_oldest_first() {
     assert_eq!(
         all,
         json!({ "sessions": [
-            { "session": "older", "entries": [older["entry"]] },
-            { "session": "newer", "entries": [newer["entry"]] },
+            { "session": "older", "entries": [older["entry"]], "turns": [] },
+            { "session": "newer", "entries": [newer["entry"]], "turns": [] },
         ] })
     );
     // With a session named, only that one.
     assert_eq!(
         json_ok(&env, Some("newer"), &["log", "--all"], None),
-        json!({ "sessions": [ { "session": "newer", "entries": [newer["entry"]] } ] })
+        json!({ "sessions": [ { "session": "newer", "entries": [newer["entry"]], "turns": [] } ] })
     );
 }
 
@@ -700,7 +701,7 @@ fn dry_runs_of_undo_revert_and_rewind_preview_each_file_with_its_diff() {
     assert_eq!(read(env.path("a.txt")), b"a1\n");
     assert_eq!(
         json_ok(&env, Some("s"), &["log"], None),
-        json!({ "session": "s", "entries": [] })
+        json!({ "session": "s", "entries": [], "turns": [] })
     );
 }
 
@@ -762,9 +763,20 @@ fn a_preview_names_each_files_status_and_who_changed_it() {
     );
     let h = file("h.txt", 1, b"h1\n", "changed-since", Value::Null);
     let before = tree_digest(env.ws.path());
-    // A dry run reports conflicts and succeeds.
+    // A dry run reports conflicts, and exits 3 as the real one would, with
+    // its refusal on stderr.
+    let dry = run(
+        &env,
+        Some("mine"),
+        &["--json", "rewind", "m-h", "--dry-run"],
+        None,
+    );
+    assert_eq!(dry.code(), 3, "{}", dry.stderr);
+    let refusal = one_json_line(&dry.stderr, "the refusal of a dry run");
+    assert_eq!(refusal["error"]["kind"], "refused");
+    assert_eq!(refusal["error"]["conflicts"].as_array().unwrap().len(), 3);
     assert_eq!(
-        json_ok(&env, Some("mine"), &["rewind", "m-h", "--dry-run"], None),
+        one_json_line(&dry.stdout, "a dry run"),
         json!({ "session": "mine", "applied": false, "files": [
             with_diff(c.clone(), text_diff(1, 1, "--- a/c.txt\n+++ b/c.txt\n@@ -1 +1 @@\n-c2\n+c1\n")),
             with_diff(a.clone(), json!({ "kind": "same" })),

@@ -357,7 +357,7 @@ const CONSOLE: &[Console] = &[
     },
     Console {
         file: JSON_MD,
-        block: "$ printf '# Notes, by hand\\n' > NOTES.md\n$ turnback rewind call-2 --dry-run --json",
+        block: "$ printf '# Notes, by hand\\n' > NOTES.md\n$ turnback rewind call-2 --dry-run --json   # a check: exit code 3",
         session: AGENT,
         setup: &[FILES, WRITE, RM],
         shows: Shows::Own,
@@ -407,6 +407,19 @@ const CONSOLE: &[Console] = &[
         block: "$ turnback turn --prompt \"move the notes into docs\" --conversation-index 6 --json",
         session: AGENT,
         setup: &[],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
+        block: "$ turnback turns --json",
+        session: AGENT,
+        setup: &[
+            FILES,
+            "turnback turn --prompt 'change the answer' --conversation-index 0",
+            WRITE,
+            "turnback turn --prompt 'drop the notes' --conversation-index 4",
+            RM,
+        ],
         shows: Shows::Own,
     },
     Console {
@@ -695,8 +708,12 @@ fn run_console(c: &Console, ex: &ConsoleExample, shown: Option<&Value>) -> Vec<S
     let mut problems = Vec::new();
     let error = shown.get("error").is_some();
     let code = r.code();
+    // A dry run that finds a conflict is a check: it shows its plan and
+    // exits 3 with the refusal on standard error, as its comment says.
+    let check = !error && stated_exit_code(last) == Some(3);
     let expected_code = match error {
         true => shown["error"]["exit_code"].as_i64().map(|c| c as i32),
+        false if check => Some(3),
         false => Some(0),
     };
     if let Some(stated) = stated_exit_code(last)
@@ -713,7 +730,15 @@ fn run_console(c: &Console, ex: &ConsoleExample, shown: Option<&Value>) -> Vec<S
         true => (&r.stderr, &r.stdout, "standard error"),
         false => (&r.stdout, &r.stderr, "standard output"),
     };
-    if !other.is_empty() {
+    let refusal_of_a_check = || {
+        let v = one_json_line(other, &name);
+        v["error"]["kind"] == "refused" && v["error"]["exit_code"] == 3
+    };
+    if check && !refusal_of_a_check() {
+        problems.push(format!(
+            "a check printed no refusal on standard error: {other:?}"
+        ));
+    } else if !check && !other.is_empty() {
         problems.push(format!(
             "printed on the stream that should be empty: {other:?}"
         ));
@@ -1087,16 +1112,24 @@ fn the_comparison_catches_every_kind_of_drift() {
 fn commands_of_the_help(dir: &Path) -> Vec<String> {
     let r = sh(dir, "turnback --help", true, |_| {});
     assert_eq!(r.code(), 0, "{}", r.stderr);
-    r.stdout
-        .split("Commands:\n")
-        .nth(1)
-        .expect("a Commands section")
-        .lines()
-        .take_while(|l| l.starts_with("  "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|c| *c != "help")
-        .map(str::to_owned)
-        .collect()
+    // The commands for people, then the agent plumbing (a heading each).
+    let listed = |heading: &str| -> Vec<String> {
+        r.stdout
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("a {heading:?} section"))
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter(|l| !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|c| *c != "help")
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut commands = listed("\nCommands:");
+    commands.extend(listed("\nAgent plumbing"));
+    commands
 }
 
 /// `docs/JSON.md` lists the agent's commands, which need a session and make

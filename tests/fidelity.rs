@@ -38,9 +38,10 @@ fn control_characters_in_names_ids_and_prompts_are_escaped_in_text_but_not_in_js
     assert!(log.status.success());
     let shown = String::from_utf8(log.stdout).unwrap();
     assert_eq!(raw_control(&shown), None, "{shown:?}");
-    // A header, the message line and the entry line: the newline in the
-    // name makes no line of its own.
-    assert_eq!(shown.lines().count(), 3, "{shown:?}");
+    // A header, the turn's line (with its prompt), the message line and the
+    // entry line: the newline in the name makes no line of its own.
+    assert_eq!(shown.lines().count(), 4, "{shown:?}");
+    assert!(shown.contains(r"clear \e[2J the screen"), "{shown:?}");
     assert!(shown.contains(r"a\e[2Jb\nc"), "{shown:?}");
     assert!(shown.contains(r"call\e]0;pwned\x07-1\u{9b}"), "{shown:?}");
 

@@ -116,7 +116,7 @@ fn the_picker_pages_through_a_long_session() {
 /// tests` builds no example, so without this the test ran whatever agent an
 /// earlier `cargo test --workspace` had left (or none). Fails, with cargo's
 /// errors, if it cannot be built.
-fn example_agent() -> PathBuf {
+pub(crate) fn example_agent() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {

@@ -46,3 +46,5 @@ mod syncs;
 mod git;
 // The examples of README.md and docs/JSON.md, run for real and compared with what the docs show.
 mod docs;
+// The command line's git and jj habits: turns, naming entries, times, the pager, show, status, blame.
+mod habits;

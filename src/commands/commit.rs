@@ -8,7 +8,8 @@ use crate::context::Context;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  turnback commit 12")]
 pub(crate) struct CommitArgs {
-    /// The entry number `turnback checkpoint` printed
+    /// The entry number `turnback checkpoint` printed (`N` or `#N`)
+    #[arg(value_parser = crate::naming::entry_number)]
     id: u64,
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 use turnback::output::Out;
 use turnback::{json, text};
-use turnback_store::{Entry, FileDiff, RevertOptions, RevertReport, Session};
+use turnback_store::{Conflict, Entry, Error, FileDiff, RevertOptions, RevertReport, Session};
 
 use crate::commands::CliError;
 use crate::render::Report;
@@ -28,10 +28,10 @@ pub(crate) struct FileArgs {
 #[derive(Debug, clap::Args, Clone, Copy)]
 pub(crate) struct RevertFlags {
     /// Overwrite files that changed since the session wrote them
-    #[arg(long)]
+    #[arg(long, short)]
     pub force: bool,
-    /// Show what would happen, with a diff; change nothing
-    #[arg(long)]
+    /// Show what would happen, with a diff; change nothing. Exits 3 when the real command would be refused
+    #[arg(long, short = 'n')]
     pub dry_run: bool,
 }
 
@@ -71,6 +71,15 @@ pub(crate) struct Reverted {
     /// A preview's diff of each file (in the order of `report.files`); empty
     /// for a revert done.
     diffs: Vec<Option<FileDiff>>,
+    /// A preview made with `--force`: the real command would not refuse.
+    forced: bool,
+}
+
+impl Reverted {
+    /// The same report, of a command given `--force` when `forced`.
+    pub(crate) fn forced(self, forced: bool) -> Reverted {
+        Reverted { forced, ..self }
+    }
 }
 
 impl Report for Reverted {
@@ -80,6 +89,34 @@ impl Report for Reverted {
 
     fn text(&self, out: &Out) -> String {
         text::revert(out, &self.what, &self.report, &self.diffs)
+    }
+
+    /// A dry run (not forced) that found a file the real command would
+    /// refuse for: the real command's refusal, naming the same files.
+    fn refusal(&self) -> Option<CliError> {
+        if self.report.applied || self.forced {
+            return None;
+        }
+        let conflicts: Vec<Conflict> = self
+            .report
+            .files
+            .iter()
+            .filter_map(|f| {
+                Some(Conflict {
+                    workspace: f.workspace.clone(),
+                    path: f.path.clone(),
+                    seq: f.seqs.first().copied().unwrap_or(0),
+                    reason: f.status.conflict()?.clone(),
+                })
+            })
+            .collect();
+        if conflicts.is_empty() {
+            return None;
+        }
+        Some(CliError::from(Error::Refused {
+            session: self.report.session.clone(),
+            conflicts,
+        }))
     }
 }
 
@@ -102,5 +139,6 @@ pub(crate) fn reverted(
         what,
         report,
         diffs,
+        forced: false,
     })
 }

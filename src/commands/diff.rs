@@ -11,13 +11,27 @@ use crate::commands::CliError;
 use crate::context::Context;
 use crate::render::Report;
 
-/// Show each changed file against its first backup
+/// Show each changed file against its first backup, or what an entry or a turn did
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  turnback diff src/lib.rs\n  turnback diff --stat")]
+#[command(
+    after_help = "Examples:\n  turnback diff src/lib.rs\n  turnback diff --stat\n  turnback diff '#4'          # what entry 4 did\n  turnback diff --turn -1     # what the last turn did"
+)]
 pub(crate) struct DiffArgs {
-    /// Only this file
+    /// Only this file; or an entry as #N: what it did
+    #[arg(value_name = "FILE|#N")]
     file: Option<PathBuf>,
-    /// Only a summary line per file
+    /// What entry N did
+    #[arg(long, value_name = "N", value_parser = crate::naming::entry_number, conflicts_with_all = ["file", "turn"])]
+    entry: Option<u64>,
+    /// What turn N did (each file before the turn against what the turn left); -1 is the last
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        conflicts_with = "file"
+    )]
+    turn: Option<i64>,
+    /// Only a line per file with a bar of its changed lines, as git's --stat
     #[arg(long)]
     stat: bool,
 }
@@ -28,19 +42,80 @@ pub(crate) struct Diffed {
     files: Vec<FileDiff>,
     /// Only the summary lines (the JSON has the diffs all the same).
     stat: bool,
+    /// For an entry's or a turn's diff: the files whose contents after it
+    /// are not kept any more (`None` for the session's diff).
+    not_kept: Option<Vec<String>>,
 }
 
 impl Report for Diffed {
     fn json(&self) -> Option<Value> {
-        Some(json::diff(&self.session, &self.files))
+        let mut v = json::diff(&self.session, &self.files);
+        if let Some(n) = &self.not_kept {
+            v["not_kept"] = serde_json::json!(n);
+        }
+        Some(v)
     }
 
     fn text(&self, out: &Out) -> String {
-        text::diff(out, &self.files, self.stat)
+        let mut s = text::diff(out, &self.files, self.stat);
+        for f in self.not_kept.iter().flatten() {
+            s.push_str(&format!(
+                "{}: what the change left is not kept any more (changed since, and no backup holds it)\n",
+                text::escape(f)
+            ));
+        }
+        s
+    }
+
+    fn paged(&self) -> bool {
+        true
     }
 }
 
 pub(crate) fn run(ctx: &Context, args: &DiffArgs) -> Result<Diffed, CliError> {
+    let as_entry = args
+        .file
+        .as_ref()
+        .and_then(|f| f.to_str())
+        .filter(|f| f.starts_with('#'))
+        .map(crate::naming::entry_number)
+        .transpose()
+        .map_err(|m| CliError::usage(m, "name an entry as `#N`, as `turnback log` prints it"))?;
+    if let Some(n) = as_entry.or(args.entry) {
+        let session = ctx.person_session()?;
+        session.entry(n)?;
+        let (files, not_kept) = session.entries_diff(&[n])?;
+        return Ok(Diffed {
+            session: session.id().to_owned(),
+            files,
+            stat: args.stat,
+            not_kept: Some(not_kept),
+        });
+    }
+    if let Some(t) = args.turn {
+        let session = ctx.person_session()?;
+        let n = crate::naming::turn(&session, t)?;
+        if !session.turn_bounds()?.iter().any(|x| x.number == n) {
+            return Err(turnback_store::Error::TurnNotFound {
+                session: session.id().to_owned(),
+                turn: n,
+            }
+            .into());
+        }
+        let seqs: Vec<u64> = session
+            .entries()?
+            .iter()
+            .filter(|e| e.turn == n)
+            .map(|e| e.seq)
+            .collect();
+        let (files, not_kept) = session.entries_diff(&seqs)?;
+        return Ok(Diffed {
+            session: session.id().to_owned(),
+            files,
+            stat: args.stat,
+            not_kept: Some(not_kept),
+        });
+    }
     let ws = ctx.workspace()?;
     let (session, only) = match &args.file {
         Some(f) => {
@@ -54,5 +129,6 @@ pub(crate) fn run(ctx: &Context, args: &DiffArgs) -> Result<Diffed, CliError> {
         session: session.id().to_owned(),
         files,
         stat: args.stat,
+        not_kept: None,
     })
 }

@@ -43,8 +43,12 @@ fn render_man() -> std::io::Result<String> {
         .filter(|a| a.is_global_set())
         .map(|a| a.get_id().to_string())
         .collect();
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        page.push_str(&command_part(sub, &globals)?);
+    // In the order of `--help`: the commands for people, then the plumbing.
+    for h in [cli::Heading::People, cli::Heading::Plumbing] {
+        let subs = cmd.get_subcommands().filter(|s| s.get_name() != "help");
+        for sub in subs.filter(|s| cli::heading(s.get_name()) == h) {
+            page.push_str(&command_part(sub, &globals)?);
+        }
     }
 
     page.push_str(".SH ENVIRONMENT\n");

@@ -19,7 +19,10 @@ mod rewind;
 mod rm;
 mod rollback;
 mod sessions;
+mod show;
+mod status;
 mod turn;
+mod turns;
 mod undo;
 mod write;
 
@@ -33,8 +36,10 @@ use turnback::output::ColorChoice;
 
 pub(crate) use error::CliError;
 
-/// The commands, in the order `--help` lists them. Each one's help line and
-/// example are on its arguments' struct, in its own module.
+/// The commands, in the order `--help` lists them under their heading
+/// (`cli::heading`: a command for agents adds its name there, in one line).
+/// Each one's help line and example are on its arguments' struct, in its
+/// own module.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
     Write(write::WriteArgs),
@@ -44,12 +49,15 @@ pub(crate) enum Command {
     Commit(commit::CommitArgs),
     Rollback(rollback::RollbackArgs),
     Turn(turn::TurnArgs),
+    Status(status::StatusArgs),
     Undo(undo::UndoArgs),
     Revert(revert::RevertArgs),
     Rewind(rewind::RewindArgs),
     Redo(redo::RedoArgs),
     Log(log::LogArgs),
+    Turns(turns::TurnsArgs),
     Diff(diff::DiffArgs),
+    Show(show::ShowArgs),
     Sessions(sessions::SessionsArgs),
     Prune(prune::PruneArgs),
     Demo(demo::DemoArgs),
@@ -80,11 +88,15 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
 /// Runs the command, writes its report (or its error) and says how the
 /// process ends. An error writing the report is returned, for `main`.
 pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
-    let render = Renderer::new(cli.color.into(), cli.json);
+    let render = Renderer::new(cli.color.into(), cli.json).paging(cli.no_pager);
     let mut ctx = None;
-    let done = dispatch(&cli, render, &mut ctx);
+    let mut done = dispatch(&cli, render, &mut ctx);
     if let Ok(report) = &done {
         render.report(&**report)?;
+        // A check that found a refusal ends as the real command would.
+        if let Some(refusal) = report.refusal() {
+            done = Err(refusal);
+        }
     }
     // Whatever the command did, say which store directories it made private.
     if let Some(ctx) = &ctx {
@@ -122,12 +134,15 @@ fn dispatch(
         Command::Commit(args) => commit::run(ctx, args).map(boxed),
         Command::Rollback(args) => rollback::run(ctx, args),
         Command::Turn(args) => turn::run(ctx, args).map(boxed),
+        Command::Status(args) => status::run(ctx, args).map(boxed),
         Command::Undo(args) => undo::run(ctx, args).map(boxed),
         Command::Revert(args) => revert::run(ctx, args).map(boxed),
         Command::Rewind(args) => rewind::run(ctx, args),
         Command::Redo(args) => redo::run(ctx, args).map(boxed),
         Command::Log(args) => log::run(ctx, args).map(boxed),
+        Command::Turns(args) => turns::run(ctx, args).map(boxed),
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
+        Command::Show(args) => show::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
         Command::Demo(_) | Command::Completions(_) | Command::Man(_) => {

@@ -14,7 +14,7 @@ use crate::render::Report;
 #[command(after_help = "Example:\n  turnback prune --dry-run")]
 pub(crate) struct PruneArgs {
     /// Show what would be deleted; delete nothing
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     dry_run: bool,
 }
 

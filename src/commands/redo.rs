@@ -16,5 +16,5 @@ pub(crate) struct RedoArgs {
 pub(crate) fn run(ctx: &Context, args: &RedoArgs) -> Result<Reverted, CliError> {
     let session = ctx.redo_session()?;
     let r = session.redo(args.flags.options())?;
-    reverted(&session, "redo".into(), r)
+    Ok(reverted(&session, "redo".into(), r)?.forced(args.flags.force))
 }

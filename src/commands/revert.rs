@@ -22,5 +22,5 @@ pub(crate) fn run(ctx: &Context, args: &RevertArgs) -> Result<Reverted, CliError
     let path = ctx.user_path(&args.file);
     let session = ctx.session_for_file(&ws, &path)?;
     let r = session.revert(&ws, &path, args.flags.options())?;
-    reverted(&session, "revert".into(), r)
+    Ok(reverted(&session, "revert".into(), r)?.forced(args.flags.force))
 }

@@ -7,20 +7,24 @@ use turnback_store::{RevertOptions, Session};
 use crate::commands::CliError;
 use crate::commands::common::{RevertFlags, reverted};
 use crate::context::Context;
+use crate::naming::{self, Target};
 use crate::render::{Report, Text};
 
-/// Revert every change since MESSAGE, or since turn N began (or pick a turn)
+/// Revert every change since MESSAGE or entry #N, or since turn N began (or pick a turn)
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  turnback rewind call-7 --dry-run\n  turnback rewind --turn 3\n  turnback rewind            # pick a turn, see the preview, confirm"
+    after_help = "Examples:\n  turnback rewind call-7 --dry-run\n  turnback rewind toolu_01A     # a unique prefix of a message id\n  turnback rewind '#4'          # entry 4 and every change after it\n  turnback rewind --turn 3\n  turnback rewind --turn -1     # the start of the last turn\n  turnback rewind               # pick a turn, see the preview, confirm"
 )]
 pub(crate) struct RewindArgs {
-    /// The message id to go back to (its changes are reverted too)
-    #[arg(conflicts_with = "turn")]
+    /// The message id (or a unique prefix of it) to go back to, or an entry as #N (its changes are reverted too)
+    #[arg(conflicts_with_all = ["turn", "entry"], value_name = "MESSAGE|#N")]
     message: Option<String>,
-    /// The turn to go back to the start of
-    #[arg(long, value_name = "N")]
-    turn: Option<u32>,
+    /// The entry to go back to (it is reverted too)
+    #[arg(long, value_name = "N", value_parser = naming::entry_number, conflicts_with = "turn")]
+    entry: Option<u64>,
+    /// The turn to go back to the start of; -1 is the last, -2 the one before
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    turn: Option<i64>,
     #[command(flatten)]
     flags: RevertFlags,
 }
@@ -30,18 +34,32 @@ pub(crate) struct RewindArgs {
 pub(crate) fn run(ctx: &Context, args: &RewindArgs) -> Result<Box<dyn Report>, CliError> {
     let session = ctx.person_session()?;
     let opts = args.flags.options();
-    let done = match (&args.message, args.turn) {
-        (Some(m), _) => {
-            let r = session.rewind(m, opts)?;
-            reverted(&session, format!("rewind to before {}", text::escape(m)), r)?
+    let target = match (&args.message, args.entry) {
+        (Some(m), _) => Some(naming::target(&session.entries()?, m)?),
+        (None, Some(n)) => Some(Target::Entry(n)),
+        (None, None) => None,
+    };
+    let done = match (target, args.turn) {
+        (Some(Target::Message(m)), _) => {
+            let r = session.rewind(&m, opts)?;
+            reverted(
+                &session,
+                format!("rewind to before {}", text::escape(&m)),
+                r,
+            )?
+        }
+        (Some(Target::Entry(n)), _) => {
+            let r = session.rewind_to_entry(n, opts)?;
+            reverted(&session, format!("rewind to before #{n}"), r)?
         }
         (None, Some(n)) => {
+            let n = naming::turn(&session, n)?;
             let r = session.rewind_to_turn(n, opts)?;
             reverted(&session, format!("rewind to the start of turn {n}"), r)?
         }
         (None, None) => return pick_and_rewind(ctx, &session, &args.flags),
     };
-    Ok(Box::new(done))
+    Ok(Box::new(done.forced(args.flags.force)))
 }
 
 /// `rewind` with no argument on a terminal: pick a turn, see the preview,

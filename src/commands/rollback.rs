@@ -17,7 +17,8 @@ use crate::render::Report;
     after_help = "Example:\n  turnback rollback 12\n\nRefused (exit code 3) when a change to the file was recorded since the\ncheckpoint, by this session or another; --force rolls back over it, backing\nup what it overwrites (`turnback redo` puts it back)."
 )]
 pub(crate) struct RollbackArgs {
-    /// The entry number `turnback checkpoint` printed
+    /// The entry number `turnback checkpoint` printed (`N` or `#N`)
+    #[arg(value_parser = crate::naming::entry_number)]
     id: u64,
     #[command(flatten)]
     flags: RevertFlags,
@@ -53,7 +54,9 @@ pub(crate) fn run(ctx: &Context, args: &RollbackArgs) -> Result<Box<dyn Report>,
     let r = session.rollback_with(id, args.flags.options())?;
     if args.flags.dry_run {
         let what = format!("rollback of {id}");
-        return Ok(Box::new(reverted(&session, what, r)?));
+        return Ok(Box::new(
+            reverted(&session, what, r)?.forced(args.flags.force),
+        ));
     }
     Ok(Box::new(RolledBack {
         session: session.id().to_owned(),

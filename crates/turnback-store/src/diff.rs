@@ -126,7 +126,7 @@ impl Session {
         self.compare(&ws, &rel, &now, Side::Workspace, &file.target, Side::Blob)
     }
 
-    fn compare(
+    pub(crate) fn compare(
         &self,
         ws: &Workspace,
         rel: &RelPath,
@@ -197,7 +197,7 @@ impl Session {
 }
 
 #[derive(Clone, Copy)]
-enum Side {
+pub(crate) enum Side {
     Blob,
     Workspace,
 }

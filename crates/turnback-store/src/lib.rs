@@ -113,6 +113,7 @@ mod retention;
 mod revert;
 mod session;
 mod session_id;
+mod steps;
 mod store;
 mod sys;
 mod trust;
