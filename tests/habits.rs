@@ -905,7 +905,10 @@ fn status_says_which_session_why_what_is_open_and_what_changed_since() {
     assert_eq!(v["store"]["sessions"], 2);
     assert!(v["store"]["bytes"].as_u64().unwrap() > 0);
     let here = json(&env, None, &["status"]);
-    assert_eq!(here["session"]["id"], "agent-1", "its checkpoint is the newest change");
+    assert_eq!(
+        here["session"]["id"], "agent-1",
+        "its checkpoint is the newest change"
+    );
     assert_eq!(here["session"]["reason"], "changed-under");
     assert_eq!(json(&empty, None, &["status"])["session"], Value::Null);
 }
