@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod context;
+mod hooks;
 mod render;
 mod sys;
 

@@ -1,6 +1,8 @@
 //! Platform code of the command line, kept apart as the store keeps its own:
 //! what standard input is, before `turnback write` takes it as a file's new
-//! contents.
+//! contents; for the hooks and `doctor`, the agent's process, a private file
+//! in the store home, whether `flock` holds in a directory and what
+//! filesystem it is on.
 
 /// Why standard input cannot be the new contents of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +53,8 @@ mod imp {
         }
         stdin.is_terminal().then_some(StdinProblem::Terminal)
     }
+
+    pub(super) use super::{unix_parent_pid as parent_pid, unix_write_private as write_private};
 }
 
 #[cfg(not(unix))]
@@ -66,3 +70,48 @@ mod imp {
             .then_some(StdinProblem::Terminal)
     }
 }
+
+/// The parent of this process: the agent that ran its hook.
+pub(crate) fn parent_pid() -> u32 {
+    imp::parent_pid()
+}
+
+/// Writes `bytes` as `dir/name`, private to this user (0600), through a
+/// temporary renamed over it.
+pub(crate) fn write_private(
+    dir: &std::path::Path,
+    name: &str,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    imp::write_private(dir, name, bytes)
+}
+
+#[cfg(unix)]
+mod private_files {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::Path;
+
+    pub(crate) fn parent_pid() -> u32 {
+        rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
+    }
+
+    pub(crate) fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&temp)?;
+        f.write_all(bytes)?;
+        drop(f);
+        std::fs::rename(&temp, dir.join(name)).inspect_err(|_| {
+            let _ = std::fs::remove_file(&temp);
+        })
+    }
+}
+
+#[cfg(unix)]
+use private_files::{parent_pid as unix_parent_pid, write_private as unix_write_private};

@@ -46,3 +46,5 @@ mod syncs;
 mod git;
 // The examples of README.md and docs/JSON.md, run for real and compared with what the docs show.
 mod docs;
+// Agents' hooks: recorded payloads of Claude Code, Codex and Gemini CLI through `turnback hook`.
+mod hooks;

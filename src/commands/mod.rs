@@ -9,6 +9,7 @@ mod completions;
 mod demo;
 mod diff;
 mod error;
+mod hook;
 mod log;
 mod man;
 mod mv;
@@ -55,6 +56,7 @@ pub(crate) enum Command {
     Demo(demo::DemoArgs),
     Completions(completions::CompletionsArgs),
     Man(man::ManArgs),
+    Hook(hook::HookArgs),
 }
 
 /// A command line clap could not parse (or `--help`, `--version`): clap's own
@@ -80,6 +82,10 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
 /// Runs the command, writes its report (or its error) and says how the
 /// process ends. An error writing the report is returned, for `main`.
 pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
+    // A hook speaks its agent's protocol, not a report (commands/hook.rs).
+    if let Command::Hook(args) = &cli.command {
+        return Ok(hook::run(&cli, args));
+    }
     let render = Renderer::new(cli.color.into(), cli.json);
     let mut ctx = None;
     let done = dispatch(&cli, render, &mut ctx);
@@ -130,7 +136,7 @@ fn dispatch(
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
-        Command::Demo(_) | Command::Completions(_) | Command::Man(_) => {
+        Command::Demo(_) | Command::Completions(_) | Command::Man(_) | Command::Hook(_) => {
             unreachable!("run above")
         }
     }
