@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod context;
 mod hooks;
+mod install;
 mod render;
 mod sys;
 

@@ -54,7 +54,33 @@ mod imp {
         stdin.is_terminal().then_some(StdinProblem::Terminal)
     }
 
-    pub(super) use super::{unix_parent_pid as parent_pid, unix_write_private as write_private};
+    pub(super) use super::{
+        unix_flock_holds as flock_holds, unix_parent_pid as parent_pid,
+        unix_write_private as write_private,
+    };
+
+    #[cfg(target_os = "linux")]
+    pub(super) fn network_filesystem(dir: &std::path::Path) -> Option<&'static str> {
+        let st = rustix::fs::statfs(dir).ok()?;
+        // The magic numbers of statfs(2)'s f_type.
+        Some(match st.f_type as u64 {
+            0x6969 => "NFS",
+            0x517b => "SMB",
+            0xff53_4d42 => "CIFS",
+            0xfe53_4d42 => "SMB2",
+            0x6573_5546 => "FUSE (maybe sshfs or a network mount)",
+            0x0102_1997 => "9p",
+            0x00c3_6400 => "Ceph",
+            0x5346_414f => "AFS",
+            0x6b41_4653 => "AFS (kAFS)",
+            _ => return None,
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn network_filesystem(_dir: &std::path::Path) -> Option<&'static str> {
+        None
+    }
 }
 
 #[cfg(not(unix))]
@@ -86,11 +112,27 @@ pub(crate) fn write_private(
     imp::write_private(dir, name, bytes)
 }
 
+/// True when an exclusive `flock` on a file in `dir` keeps a second open of
+/// the same file from taking it: false on a filesystem where locks do not
+/// hold (some network filesystems).
+pub(crate) fn flock_holds(dir: &std::path::Path) -> std::io::Result<bool> {
+    imp::flock_holds(dir)
+}
+
+/// The network filesystem `dir` is on (NFS, SMB, ...), where `flock` may not
+/// exclude another machine's process; `None` for a local one, or where it
+/// cannot be told.
+pub(crate) fn network_filesystem(dir: &std::path::Path) -> Option<&'static str> {
+    imp::network_filesystem(dir)
+}
+
 #[cfg(unix)]
 mod private_files {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     use std::path::Path;
+
+    use rustix::fs::{FlockOperation, flock};
 
     pub(crate) fn parent_pid() -> u32 {
         rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
@@ -111,7 +153,32 @@ mod private_files {
             let _ = std::fs::remove_file(&temp);
         })
     }
+
+    pub(crate) fn flock_holds(dir: &Path) -> std::io::Result<bool> {
+        let path = dir.join(format!(".doctor-flock.{}", std::process::id()));
+        let open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)
+        };
+        let first = open()?;
+        let second = open();
+        let result = (|| {
+            let second = second?;
+            flock(&first, FlockOperation::NonBlockingLockExclusive)?;
+            Ok(flock(&second, FlockOperation::NonBlockingLockExclusive).is_err())
+        })();
+        let _ = std::fs::remove_file(&path);
+        result
+    }
 }
 
 #[cfg(unix)]
-use private_files::{parent_pid as unix_parent_pid, write_private as unix_write_private};
+use private_files::{
+    flock_holds as unix_flock_holds, parent_pid as unix_parent_pid,
+    write_private as unix_write_private,
+};

@@ -1158,6 +1158,7 @@ fn architecture_md_names_every_module() {
         ("src", "src/"),
         ("src/commands", "src/"),
         ("src/hooks", "src/"),
+        ("src/install", "src/"),
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = e.unwrap().path();

@@ -48,3 +48,5 @@ mod git;
 mod docs;
 // Agents' hooks: recorded payloads of Claude Code, Codex and Gemini CLI through `turnback hook`.
 mod hooks;
+// `turnback install`, `uninstall` and `doctor` on each agent's settings file.
+mod install;

@@ -8,8 +8,10 @@ mod common;
 mod completions;
 mod demo;
 mod diff;
+mod doctor;
 mod error;
 mod hook;
+mod install;
 mod log;
 mod man;
 mod mv;
@@ -57,6 +59,9 @@ pub(crate) enum Command {
     Completions(completions::CompletionsArgs),
     Man(man::ManArgs),
     Hook(hook::HookArgs),
+    Install(install::InstallArgs),
+    Uninstall(install::UninstallArgs),
+    Doctor(doctor::DoctorArgs),
 }
 
 /// A command line clap could not parse (or `--help`, `--version`): clap's own
@@ -117,6 +122,9 @@ fn dispatch(
         Command::Demo(args) => return demo::run(render.style(), args).map(boxed),
         Command::Completions(args) => return completions::run(args).map(boxed),
         Command::Man(args) => return man::run(args).map(boxed),
+        Command::Install(args) => return install::install(cli, args).map(boxed),
+        Command::Uninstall(args) => return install::uninstall(cli, args).map(boxed),
+        Command::Doctor(args) => return doctor::run(cli, args).map(boxed),
         _ => {}
     }
     let ctx = ctx.insert(Context::new(cli, render)?);
@@ -136,7 +144,13 @@ fn dispatch(
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
-        Command::Demo(_) | Command::Completions(_) | Command::Man(_) | Command::Hook(_) => {
+        Command::Demo(_)
+        | Command::Completions(_)
+        | Command::Man(_)
+        | Command::Hook(_)
+        | Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Doctor(_) => {
             unreachable!("run above")
         }
     }
