@@ -50,3 +50,5 @@ mod docs;
 mod hooks;
 // `turnback install`, `uninstall` and `doctor` on each agent's settings file.
 mod install;
+// A whole Claude Code session played through the hooks install wrote, then rewound from another process.
+mod claude_session;
