@@ -52,3 +52,7 @@ mod hooks;
 mod install;
 // A whole Claude Code session played through the hooks install wrote, then rewound from another process.
 mod claude_session;
+// A scripted model on 127.0.0.1 that the real agents talk to offline.
+mod model_server;
+// The real Claude Code, Codex and Gemini CLI through their hooks, then a rewind from another process.
+mod real_agents;

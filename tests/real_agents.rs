@@ -1,0 +1,263 @@
+//! The real agents, run offline against the scripted model of
+//! `model_server.rs`, through sessions of several turns with their real
+//! tools and their real hooks as `turnback install` configured them; then a
+//! rewind from another process, and every file checked. `.ci/run` installs
+//! the pinned versions with npm into `~/.cache/turnback-agents`
+//! (`TURNBACK_AGENTS`); a test whose agent is not there says it skipped.
+//!
+//! The agents reach only 127.0.0.1: the model's address is the scripted
+//! server's, their telemetry and updates are off, and any proxy-aware
+//! request elsewhere goes to a closed local port.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::install::agent_cache;
+use crate::model_server::{Api, ModelServer, Reply};
+use crate::util::{Env, read_text, run_ok, skip};
+
+/// Claude Code 2.1.332's native binary, as npm installs it.
+fn claude_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TURNBACK_CLAUDE") {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    agent_cache()
+        .map(|d| {
+            d.join("claude-code-2.1.332/node_modules/@anthropic-ai/claude-code/bin/claude.exe")
+        })
+        .filter(|p| p.is_file())
+}
+
+/// Runs `cmd` to its end, killed after `limit`.
+fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// What keeps an agent on loopback and quiet, with a private home.
+fn offline(cmd: &mut Command, home: &Path, tmp: &Path) {
+    cmd.env("HOME", home)
+        .env("TMPDIR", tmp)
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env_remove("TURNBACK_SESSION")
+        .env_remove("TURNBACK_WORKSPACE");
+}
+
+struct ClaudeRun<'a> {
+    claude: &'a Path,
+    env: &'a Env,
+    home: &'a Path,
+    tmp: &'a Path,
+    server: &'a ModelServer,
+}
+
+impl ClaudeRun<'_> {
+    /// One `claude -p PROMPT` (resuming `session`), its JSON result.
+    fn turn(&self, prompt: &str, session: Option<&str>, replies: Vec<Reply>) -> Value {
+        let n = replies.len();
+        self.server.push(replies);
+        let mut c = Command::new(self.claude);
+        c.current_dir(self.env.ws.path())
+            .args(["-p", prompt, "--output-format", "json"])
+            .args(["--permission-mode", "acceptEdits"])
+            .args(["--allowedTools", "Read,Write,Edit,Bash"]);
+        if let Some(s) = session {
+            c.args(["--resume", s]);
+        }
+        offline(&mut c, self.home, self.tmp);
+        c.env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", self.server.port),
+        )
+        .env("ANTHROPIC_API_KEY", "sk-scripted")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_TMPDIR", self.tmp)
+        .env("TURNBACK_HOME", self.env.home.path());
+        let out = run_bounded(c, Duration::from_secs(120));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        println!(
+            "$ claude -p {prompt:?}  (exit {:?})\n{stdout}",
+            out.status.code()
+        );
+        assert!(
+            out.status.success(),
+            "claude: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            self.server.left(),
+            0,
+            "claude used {} of {n} replies",
+            n - self.server.left()
+        );
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    }
+}
+
+fn tool(id: &str, name: &str, input: Value) -> Reply {
+    Reply::Tools(vec![(id.into(), name.into(), input)])
+}
+
+#[test]
+fn real_claude_code_edits_are_protected_and_rewound_from_another_process() {
+    let Some(claude) = claude_binary() else {
+        skip(
+            "real_agents::real_claude_code_edits_are_protected_and_rewound_from_another_process",
+            "Claude Code 2.1.332 is not installed (.ci/run installs it with npm)",
+        );
+        return;
+    };
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(env.path("notes.txt"), "alpha\nbeta\n").unwrap();
+    let mut c = env.cmd(None);
+    c.args(["install", "claude-code"]).env("HOME", home.path());
+    run_ok(c, b"", "install claude-code");
+    let start = crate::util::tree_digest(env.ws.path());
+    let server = ModelServer::start(Api::Anthropic);
+    let run = ClaudeRun {
+        claude: &claude,
+        env: &env,
+        home: home.path(),
+        tmp: tmp.path(),
+        server: &server,
+    };
+    let p = |rel: &str| env.path(rel).to_string_lossy().into_owned();
+
+    // Turn 1: two Writes.
+    let r = run.turn(
+        "create hello.txt and src/lib.rs",
+        None,
+        vec![
+            tool(
+                "toolu_w1",
+                "Write",
+                json!({"file_path": p("hello.txt"), "content": "hello\nworld\n"}),
+            ),
+            tool(
+                "toolu_w2",
+                "Write",
+                json!({"file_path": p("src/lib.rs"), "content": "pub fn f() {}\n"}),
+            ),
+            Reply::Text("Created both.".into()),
+        ],
+    );
+    let session = r["session_id"].as_str().unwrap().to_owned();
+    let after_turn_1 = crate::util::tree_digest(env.ws.path());
+    assert_eq!(read_text(env.path("hello.txt")), "hello\nworld\n");
+
+    // Turn 2: Read then Edit (Claude Code's Edit wants a Read first), and a
+    // shell edit.
+    run.turn(
+        "change world to there",
+        Some(&session),
+        vec![
+            tool("toolu_r1", "Read", json!({"file_path": p("hello.txt")})),
+            // An edit that fails (no such text): settled, nothing recorded.
+            tool(
+                "toolu_e0",
+                "Edit",
+                json!({"file_path": p("hello.txt"), "old_string": "not in the file", "new_string": "x"}),
+            ),
+            tool(
+                "toolu_e1",
+                "Edit",
+                json!({"file_path": p("hello.txt"), "old_string": "world", "new_string": "there"}),
+            ),
+            tool(
+                "toolu_b1",
+                "Bash",
+                json!({"command": "sed -i s/alpha/ALPHA/ notes.txt", "description": "edit notes"}),
+            ),
+            Reply::Text("Changed.".into()),
+        ],
+    );
+    assert_eq!(read_text(env.path("hello.txt")), "hello\nthere\n");
+    assert_eq!(read_text(env.path("notes.txt")), "ALPHA\nbeta\n");
+    let after_turn_2 = crate::util::tree_digest(env.ws.path());
+
+    // Turn 3: a Write over an existing file (after a Read).
+    run.turn(
+        "rewrite src/lib.rs",
+        Some(&session),
+        vec![
+            tool("toolu_r2", "Read", json!({"file_path": p("src/lib.rs")})),
+            tool(
+                "toolu_w3",
+                "Write",
+                json!({"file_path": p("src/lib.rs"), "content": "pub fn g() {}\n"}),
+            ),
+            Reply::Text("Rewritten.".into()),
+        ],
+    );
+
+    // The store has the agent's session, its prompts as turns, nothing open.
+    let s = env.store().open_session(&session).unwrap();
+    let ids: Vec<String> = s
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.message_id)
+        .collect();
+    assert_eq!(ids, ["toolu_w1", "toolu_w2", "toolu_e1", "toolu_w3"]);
+    assert!(s.entries().unwrap().iter().all(|e| e.is_committed()));
+    let prompts: Vec<String> = s
+        .turns()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.turn.prompt)
+        .collect();
+    assert_eq!(
+        prompts,
+        [
+            "create hello.txt and src/lib.rs",
+            "change world to there",
+            "rewrite src/lib.rs"
+        ]
+    );
+
+    // From another process, turn by turn.
+    let rewind = |turn: &str| {
+        let mut c = env.cmd(Some(&session));
+        c.args(["rewind", "--turn", turn]);
+        let out = run_ok(c, b"", "rewind");
+        println!(
+            "$ turnback rewind --turn {turn}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    rewind("3");
+    assert_eq!(crate::util::tree_digest(env.ws.path()), after_turn_2);
+    rewind("2");
+    // The shell edit is not recorded until the scan bracket lands.
+    let shell = after_turn_2[Path::new("notes.txt")].clone();
+    let mut want = after_turn_1.clone();
+    want.insert(PathBuf::from("notes.txt"), shell.clone());
+    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    rewind("1");
+    let mut want = start.clone();
+    want.insert(PathBuf::from("notes.txt"), shell);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+}
