@@ -26,6 +26,8 @@ pub enum Reply {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
     Anthropic,
+    /// OpenAI Responses (`POST /v1/responses`), as Codex calls it.
+    Responses,
 }
 
 /// A running scripted model.
@@ -84,7 +86,11 @@ fn serve(mut stream: TcpStream, api: Api, script: &Mutex<VecDeque<Reply>>) -> st
     reader.read_exact(&mut body)?;
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+    let model_path = match api {
+        Api::Anthropic => path.starts_with("/v1/messages") && !path.contains("count_tokens"),
+        Api::Responses => path.starts_with("/v1/responses"),
+    };
+    if !model_path {
         let body = b"{}";
         write!(
             stream,
@@ -94,10 +100,23 @@ fn serve(mut stream: TcpStream, api: Api, script: &Mutex<VecDeque<Reply>>) -> st
         return stream.write_all(body);
     }
     // The main loop offers tools; a side request (a title) does not.
+    let main_tool = match api {
+        Api::Anthropic => "Write",
+        Api::Responses => "apply_patch",
+    };
     let main = request
         .get("tools")
         .and_then(Value::as_array)
-        .is_some_and(|t| t.iter().any(|t| t["name"] == "Write"));
+        .is_some_and(|t| t.iter().any(|t| t["name"] == main_tool));
+    if std::env::var_os("TURNBACK_MODEL_DEBUG").is_some() {
+        let names: Vec<&Value> = request["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| &t["name"])
+            .collect();
+        eprintln!("model request {path}: main={main} tools={names:?}");
+    }
     let reply = if main {
         script
             .lock()
@@ -109,6 +128,7 @@ fn serve(mut stream: TcpStream, api: Api, script: &Mutex<VecDeque<Reply>>) -> st
     };
     let events = match api {
         Api::Anthropic => anthropic_events(&reply),
+        Api::Responses => responses_events(&reply),
     };
     stream.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
@@ -167,5 +187,51 @@ fn anthropic_events(reply: &Reply) -> Vec<(&'static str, Value)> {
         json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
     ));
     ev.push(("message_stop", json!({"type": "message_stop"})));
+    ev
+}
+
+/// A reply as OpenAI Responses stream events. A call named `apply_patch` is
+/// a freeform (custom) tool call whose input is the patch text (`input`'s
+/// `patch`); any other is a function call with JSON arguments.
+fn responses_events(reply: &Reply) -> Vec<(&'static str, Value)> {
+    let mut ev = vec![(
+        "response.created",
+        json!({"type": "response.created", "response": {"id": "resp_scripted"}}),
+    )];
+    let items: Vec<Value> = match reply {
+        Reply::Text(text) => vec![json!({
+            "type": "message", "role": "assistant", "id": "msg_scripted",
+            "content": [{"type": "output_text", "text": text}]
+        })],
+        Reply::Tools(calls) => calls
+            .iter()
+            .map(|(id, name, input)| {
+                if name == "apply_patch" {
+                    json!({"type": "custom_tool_call", "id": format!("ctc_{id}"), "call_id": id,
+                           "name": name, "input": input["patch"]})
+                } else {
+                    json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": id,
+                           "name": name, "arguments": input.to_string()})
+                }
+            })
+            .collect(),
+    };
+    for item in items {
+        ev.push((
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "item": item}),
+        ));
+        ev.push((
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "item": item}),
+        ));
+    }
+    ev.push((
+        "response.completed",
+        json!({"type": "response.completed", "response": {"id": "resp_scripted",
+            "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": 15}}}),
+    ));
     ev
 }

@@ -261,3 +261,198 @@ fn real_claude_code_edits_are_protected_and_rewound_from_another_process() {
     want.insert(PathBuf::from("notes.txt"), shell);
     assert_eq!(crate::util::tree_digest(env.ws.path()), want);
 }
+
+/// Codex 0.171.0's native binary, as npm installs it.
+fn codex() -> Option<PathBuf> {
+    crate::install::codex_binary()
+}
+
+struct CodexRun<'a> {
+    codex: &'a Path,
+    env: &'a Env,
+    home: &'a Path,
+    tmp: &'a Path,
+    server: &'a ModelServer,
+}
+
+impl CodexRun<'_> {
+    fn command(&self) -> Command {
+        let mut c = Command::new(self.codex);
+        c.current_dir(self.env.ws.path());
+        offline(&mut c, self.home, self.tmp);
+        c.env("CODEX_HOME", self.home.join(".codex"))
+            .env("FAKE_API_KEY", "sk-scripted")
+            .env("TURNBACK_HOME", self.env.home.path());
+        c
+    }
+
+    /// One `codex exec` turn (resuming `session`), its JSON events.
+    fn turn(&self, prompt: &str, session: Option<&str>, replies: Vec<Reply>) -> Vec<Value> {
+        let n = replies.len();
+        self.server.push(replies);
+        let mut c = self.command();
+        c.arg("exec");
+        if let Some(s) = session {
+            c.args(["resume", s]);
+        }
+        c.args([
+            "--skip-git-repo-check",
+            "--json",
+            "--dangerously-bypass-approvals-and-sandbox",
+            prompt,
+        ]);
+        let out = run_bounded(c, Duration::from_secs(120));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        println!(
+            "$ codex exec {prompt:?}  (exit {:?})\n{stdout}",
+            out.status.code()
+        );
+        assert!(
+            out.status.success(),
+            "codex: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            self.server.left(),
+            0,
+            "codex used {} of {n} replies",
+            n - self.server.left()
+        );
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+#[test]
+fn real_codex_patches_are_protected_and_rewound_from_another_process() {
+    let Some(codex) = codex() else {
+        skip(
+            "real_agents::real_codex_patches_are_protected_and_rewound_from_another_process",
+            "Codex 0.171.0 is not installed (.ci/run installs it with npm)",
+        );
+        return;
+    };
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Api::Responses);
+    std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+    std::fs::write(
+        home.path().join(".codex/config.toml"),
+        format!(
+            "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_API_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
+            server.port
+        ),
+    )
+    .unwrap();
+    std::fs::write(env.path("existing.txt"), "line one\nline two\nline three\n").unwrap();
+    std::fs::write(env.path("notes.txt"), "alpha\n").unwrap();
+    let mut c = env.cmd(None);
+    c.args(["install", "codex"])
+        .env("HOME", home.path())
+        .env("CODEX_HOME", home.path().join(".codex"))
+        .env("TURNBACK_CODEX", &codex);
+    let said = run_ok(c, b"", "install codex");
+    println!(
+        "$ turnback install codex\n{}",
+        String::from_utf8_lossy(&said.stdout)
+    );
+    let start = crate::util::tree_digest(env.ws.path());
+    let run = CodexRun {
+        codex: &codex,
+        env: &env,
+        home: home.path(),
+        tmp: tmp.path(),
+        server: &server,
+    };
+    let patch = |id: &str, text: &str| tool(id, "apply_patch", json!({ "patch": text }));
+
+    // Turn 1: a patch that adds one file and updates another.
+    let events = run.turn(
+        "add a file and fix line two",
+        None,
+        vec![
+            patch(
+                "call_p1",
+                "*** Begin Patch\n*** Add File: added.txt\n+hello from the model\n*** Update File: existing.txt\n@@\n line one\n-line two\n+line two (patched)\n line three\n*** End Patch\n",
+            ),
+            Reply::Text("Patched.".into()),
+        ],
+    );
+    let session = events
+        .iter()
+        .find_map(|e| e["thread_id"].as_str())
+        .expect("a thread id")
+        .to_owned();
+    assert_eq!(read_text(env.path("added.txt")), "hello from the model\n");
+    let after_turn_1 = crate::util::tree_digest(env.ws.path());
+
+    // Turn 2: a patch that moves one file and deletes another.
+    run.turn(
+        "move existing.txt and delete added.txt",
+        Some(&session),
+        vec![
+            patch(
+                "call_p2",
+                "*** Begin Patch\n*** Update File: existing.txt\n*** Move to: moved/existing.txt\n@@\n-line one\n+LINE ONE\n*** Delete File: added.txt\n*** End Patch\n",
+            ),
+            // A shell edit: not recorded until the scan bracket lands.
+            tool("call_s1", "exec_command", json!({"cmd": "sed -i s/alpha/ALPHA/ notes.txt"})),
+            Reply::Text("Moved.".into()),
+        ],
+    );
+    assert!(!env.path("added.txt").exists() && env.path("moved/existing.txt").exists());
+    assert_eq!(read_text(env.path("notes.txt")), "ALPHA\n");
+    let shell = crate::util::tree_digest(env.ws.path())[Path::new("notes.txt")].clone();
+
+    let s = env.store().open_session(&session).unwrap();
+    let entries = s.entries().unwrap();
+    let got: Vec<(String, String)> = entries
+        .iter()
+        .map(|e| (e.message_id.clone(), e.path.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("call_p1".into(), "added.txt".into()),
+            ("call_p1".into(), "existing.txt".into()),
+            ("call_p2".into(), "existing.txt".into()),
+            ("call_p2".into(), "moved/existing.txt".into()),
+            ("call_p2".into(), "added.txt".into()),
+        ]
+    );
+    assert!(entries.iter().all(|e| e.is_committed()));
+    let prompts: Vec<String> = s
+        .turns()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.turn.prompt)
+        .collect();
+    assert_eq!(
+        prompts,
+        [
+            "add a file and fix line two",
+            "move existing.txt and delete added.txt"
+        ]
+    );
+
+    let rewind = |turn: &str| {
+        let mut c = env.cmd(Some(&session));
+        c.args(["rewind", "--turn", turn]);
+        let out = run_ok(c, b"", "rewind");
+        println!(
+            "$ turnback rewind --turn {turn}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    rewind("2");
+    let mut want = after_turn_1.clone();
+    want.insert(PathBuf::from("notes.txt"), shell.clone());
+    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    rewind("1");
+    let mut want = start.clone();
+    want.insert(PathBuf::from("notes.txt"), shell);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+}

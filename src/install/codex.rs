@@ -55,6 +55,15 @@ impl AgentHooks for Codex {
             matcher: None,
             handler: handler.clone(),
         };
+        // Codex gives these two at most 3 s, and says so on every run when
+        // a hook asks for more.
+        let mut brief = handler.clone();
+        brief["timeout"] = json!(3);
+        let end = |event| Wanted {
+            event,
+            matcher: None,
+            handler: brief.clone(),
+        };
         vec![
             any("SessionStart"),
             any("UserPromptSubmit"),
@@ -63,8 +72,8 @@ impl AgentHooks for Codex {
             any("Stop"),
             // Codex fires no PostToolUse after an interrupt or a failed
             // patch: these settle what is left open.
-            any("Interrupt"),
-            any("SessionEnd"),
+            end("Interrupt"),
+            end("SessionEnd"),
         ]
     }
 
