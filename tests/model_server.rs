@@ -28,6 +28,8 @@ pub enum Api {
     Anthropic,
     /// OpenAI Responses (`POST /v1/responses`), as Codex calls it.
     Responses,
+    /// Gemini `streamGenerateContent?alt=sse`, as Gemini CLI calls it.
+    Gemini,
 }
 
 /// A running scripted model.
@@ -89,6 +91,7 @@ fn serve(mut stream: TcpStream, api: Api, script: &Mutex<VecDeque<Reply>>) -> st
     let model_path = match api {
         Api::Anthropic => path.starts_with("/v1/messages") && !path.contains("count_tokens"),
         Api::Responses => path.starts_with("/v1/responses"),
+        Api::Gemini => path.contains(":streamGenerateContent") || path.contains(":generateContent"),
     };
     if !model_path {
         let body = b"{}";
@@ -103,11 +106,24 @@ fn serve(mut stream: TcpStream, api: Api, script: &Mutex<VecDeque<Reply>>) -> st
     let main_tool = match api {
         Api::Anthropic => "Write",
         Api::Responses => "apply_patch",
+        Api::Gemini => "write_file",
     };
-    let main = request
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|t| t.iter().any(|t| t["name"] == main_tool));
+    let main = match api {
+        Api::Gemini => {
+            path.contains(":streamGenerateContent")
+                && request["tools"].as_array().into_iter().flatten().any(|t| {
+                    t["functionDeclarations"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|f| f["name"] == "write_file")
+                })
+        }
+        _ => request
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|t| t.iter().any(|t| t["name"] == main_tool)),
+    };
     if std::env::var_os("TURNBACK_MODEL_DEBUG").is_some() {
         let names: Vec<&Value> = request["tools"]
             .as_array()
@@ -126,9 +142,26 @@ fn serve(mut stream: TcpStream, api: Api, script: &Mutex<VecDeque<Reply>>) -> st
     } else {
         Reply::Text("Scripted".into())
     };
+    if api == Api::Gemini && !path.contains(":streamGenerateContent") {
+        // A side request that wants one JSON answer (a check of its own).
+        let body = gemini_chunk(&reply).to_string();
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        )?;
+        return stream.write_all(body.as_bytes());
+    }
+    if api == Api::Gemini {
+        stream.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+        )?;
+        write!(stream, "data: {}\r\n\r\n", gemini_chunk(&reply))?;
+        return stream.flush();
+    }
     let events = match api {
         Api::Anthropic => anthropic_events(&reply),
-        Api::Responses => responses_events(&reply),
+        Api::Responses | Api::Gemini => responses_events(&reply),
     };
     stream.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
@@ -234,4 +267,20 @@ fn responses_events(reply: &Reply) -> Vec<(&'static str, Value)> {
                       "total_tokens": 15}}}),
     ));
     ev
+}
+
+/// A reply as one Gemini `GenerateContentResponse`.
+fn gemini_chunk(reply: &Reply) -> Value {
+    let parts: Vec<Value> = match reply {
+        Reply::Text(text) => vec![json!({ "text": text })],
+        Reply::Tools(calls) => calls
+            .iter()
+            .map(|(_, name, args)| json!({"functionCall": {"name": name, "args": args}}))
+            .collect(),
+    };
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": "gemini-2.5-flash"
+    })
 }

@@ -456,3 +456,177 @@ fn real_codex_patches_are_protected_and_rewound_from_another_process() {
     want.insert(PathBuf::from("notes.txt"), shell);
     assert_eq!(crate::util::tree_digest(env.ws.path()), want);
 }
+
+/// Gemini CLI 0.61.0's bundle, as npm installs it (run with node).
+fn gemini_bundle() -> Option<PathBuf> {
+    agent_cache()
+        .map(|d| d.join("gemini-cli-0.61.0/node_modules/@google/gemini-cli/bundle/gemini.js"))
+        .filter(|p| p.is_file())
+}
+
+#[test]
+fn real_gemini_cli_edits_are_protected_and_rewound_from_another_process() {
+    let (Some(bundle), true) = (
+        gemini_bundle(),
+        Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+    ) else {
+        skip(
+            "real_agents::real_gemini_cli_edits_are_protected_and_rewound_from_another_process",
+            "Gemini CLI 0.61.0 (or node) is not installed (.ci/run installs it with npm)",
+        );
+        return;
+    };
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Api::Gemini);
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "model": {"name": "gemini-2.5-flash"},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(env.path("existing.txt"), "say old greeting here\n").unwrap();
+    std::fs::write(env.path("sedme.txt"), "alpha\n").unwrap();
+    let mut c = env.cmd(None);
+    c.args(["install", "gemini"]).env("HOME", home.path());
+    run_ok(c, b"", "install gemini");
+    let start = crate::util::tree_digest(env.ws.path());
+    let turn = |prompt: &str, resume: bool, replies: Vec<Reply>| {
+        let n = replies.len();
+        server.push(replies);
+        let mut c = Command::new("node");
+        c.arg(&bundle).current_dir(env.ws.path());
+        c.args(["-p", prompt, "--yolo", "--skip-trust"]);
+        if resume {
+            c.args(["--resume", "latest"]);
+        }
+        offline(&mut c, home.path(), tmp.path());
+        c.env("GEMINI_API_KEY", "scripted")
+            .env(
+                "GOOGLE_GEMINI_BASE_URL",
+                format!("http://127.0.0.1:{}", server.port),
+            )
+            .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .env("TURNBACK_HOME", env.home.path());
+        let out = run_bounded(c, Duration::from_secs(120));
+        println!(
+            "$ gemini -p {prompt:?}  (exit {:?})\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            out.status.success(),
+            "gemini: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            server.left(),
+            0,
+            "gemini used {} of {n} replies",
+            n - server.left()
+        );
+    };
+    let p = |rel: &str| env.path(rel).to_string_lossy().into_owned();
+
+    turn(
+        "create new_file.txt",
+        false,
+        vec![
+            tool(
+                "g1",
+                "write_file",
+                json!({"file_path": p("new_file.txt"), "content": "hello\n"}),
+            ),
+            // A relative path, resolved against cwd.
+            tool(
+                "g2",
+                "write_file",
+                json!({"file_path": "sub/rel.txt", "content": "B\n"}),
+            ),
+            Reply::Text("Created.".into()),
+        ],
+    );
+    let after_turn_1 = crate::util::tree_digest(env.ws.path());
+    assert_eq!(read_text(env.path("sub/rel.txt")), "B\n");
+    turn(
+        "change the greeting",
+        true,
+        vec![
+            tool(
+                "g3",
+                "replace",
+                json!({"file_path": p("existing.txt"), "instruction": "greet", "old_string": "old greeting", "new_string": "new greeting"}),
+            ),
+            // A replace that fails: AfterTool with an error, nothing recorded.
+            tool(
+                "g4",
+                "replace",
+                json!({"file_path": p("existing.txt"), "instruction": "no-op", "old_string": "NOT IN THE FILE", "new_string": "x"}),
+            ),
+            tool(
+                "g5",
+                "run_shell_command",
+                json!({"command": "sed -i s/alpha/ALPHA/ sedme.txt", "description": "edit"}),
+            ),
+            Reply::Text("Changed.".into()),
+        ],
+    );
+    assert_eq!(
+        read_text(env.path("existing.txt")),
+        "say new greeting here\n"
+    );
+    assert_eq!(read_text(env.path("sedme.txt")), "ALPHA\n");
+    let shell = crate::util::tree_digest(env.ws.path())[Path::new("sedme.txt")].clone();
+
+    let sessions = env.store().session_ids().unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let session = sessions[0].clone();
+    let s = env.store().open_session(&session).unwrap();
+    let got: Vec<(String, bool)> = s
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.path.clone(), e.is_committed()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("new_file.txt".into(), true),
+            ("sub/rel.txt".into(), true),
+            ("existing.txt".into(), true)
+        ]
+    );
+    let prompts: Vec<String> = s
+        .turns()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.turn.prompt)
+        .collect();
+    assert_eq!(prompts, ["create new_file.txt", "change the greeting"]);
+    let rewind = |turn: &str| {
+        let mut c = env.cmd(Some(&session));
+        c.args(["rewind", "--turn", turn]);
+        let out = run_ok(c, b"", "rewind");
+        println!(
+            "$ turnback rewind --turn {turn}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    rewind("2");
+    let mut want = after_turn_1.clone();
+    want.insert(PathBuf::from("sedme.txt"), shell.clone());
+    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    rewind("1");
+    let mut want = start.clone();
+    want.insert(PathBuf::from("sedme.txt"), shell);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+}
