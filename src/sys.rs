@@ -59,6 +59,27 @@ mod imp {
         unix_write_private as write_private,
     };
 
+    /// The command name and parent of process `pid` (`/proc/<pid>/stat`).
+    #[cfg(target_os = "linux")]
+    pub(super) fn process_name_and_parent(pid: u32) -> Option<(String, u32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        let name = stat.get(open + 1..close)?.to_owned();
+        let ppid = stat
+            .get(close + 1..)?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        Some((name, ppid))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn process_name_and_parent(_pid: u32) -> Option<(String, u32)> {
+        None
+    }
+
     #[cfg(target_os = "linux")]
     pub(super) fn network_filesystem(dir: &std::path::Path) -> Option<&'static str> {
         let st = rustix::fs::statfs(dir).ok()?;
@@ -97,9 +118,21 @@ mod imp {
     }
 }
 
-/// The parent of this process: the agent that ran its hook.
-pub(crate) fn parent_pid() -> u32 {
-    imp::parent_pid()
+/// The agent that ran this hook: the parent process, or, when the parent
+/// is a shell the agent ran the hook's command line in (Codex and Gemini
+/// CLI take a command line), the shell's parent. A shell exits with its
+/// command, so a mark naming it would be stale at once.
+pub(crate) fn agent_pid() -> u32 {
+    let parent = imp::parent_pid();
+    match imp::process_name_and_parent(parent) {
+        Some((name, grandparent))
+            if grandparent > 1
+                && matches!(name.as_str(), "sh" | "bash" | "dash" | "zsh" | "ksh") =>
+        {
+            grandparent
+        }
+        _ => parent,
+    }
 }
 
 /// Writes `bytes` as `dir/name`, private to this user (0600), through a

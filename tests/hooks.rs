@@ -738,3 +738,24 @@ fn a_mark_whose_agent_is_gone_is_stale_and_not_waited_for() {
     );
     assert_eq!(open_entries(&env, "sess-live"), ["shared.txt"]);
 }
+
+#[test]
+fn a_hook_run_through_a_shell_marks_the_agent_not_the_shell() {
+    // Codex and Gemini CLI run a hook's command line in a shell, which exits
+    // with it: the mark must name the agent (here this test), or it would be
+    // stale at once and another session would not wait for it.
+    let env = Env::new();
+    std::fs::write(env.path("existing.txt"), "line one\nline two\nline three\n").unwrap();
+    let pre = fixture(&env, &format!("{CODEX}/PreToolUse-apply_patch.json"));
+    let mut c = env.command("sh", None);
+    // `; :` keeps the shell from replacing itself with turnback.
+    c.args(["-c", "\"$0\" hook codex; :"])
+        .arg(crate::util::bin());
+    let out = run_with_input(c, pre.to_string().as_bytes());
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    let session = pre["session_id"].as_str().unwrap();
+    let s = env.store().open_session(session).unwrap();
+    let file = std::fs::canonicalize(env.path("existing.txt")).unwrap();
+    let mark = s.mark_of(&file).expect("the open checkpoint's mark");
+    assert_eq!(mark.pid, std::process::id());
+}

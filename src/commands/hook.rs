@@ -89,7 +89,7 @@ fn failure(message: String) -> apply::Outcome {
 
 /// The process that makes the writes between a checkpoint and its commit:
 /// the agent. Claude Code names itself (`CLAUDE_PID`); otherwise it is the
-/// hook's parent.
+/// hook's parent (past a shell the command line ran in).
 fn writer_pid(agent: Agent) -> u32 {
     if agent == Agent::ClaudeCode
         && let Some(pid) = std::env::var("CLAUDE_PID")
@@ -98,5 +98,5 @@ fn writer_pid(agent: Agent) -> u32 {
     {
         return pid;
     }
-    crate::sys::parent_pid()
+    crate::sys::agent_pid()
 }
