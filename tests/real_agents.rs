@@ -146,21 +146,37 @@ fn real_claude_code_edits_are_protected_and_rewound_from_another_process() {
     };
     let p = |rel: &str| env.path(rel).to_string_lossy().into_owned();
 
-    // Turn 1: two Writes.
+    // Turn 1: two Writes in one message (Claude Code runs them one after
+    // the other), then two read-only Bash calls in one message (run at once,
+    // their hooks overlapping).
     let r = run.turn(
         "create hello.txt and src/lib.rs",
         None,
         vec![
-            tool(
-                "toolu_w1",
-                "Write",
-                json!({"file_path": p("hello.txt"), "content": "hello\nworld\n"}),
-            ),
-            tool(
-                "toolu_w2",
-                "Write",
-                json!({"file_path": p("src/lib.rs"), "content": "pub fn f() {}\n"}),
-            ),
+            Reply::Tools(vec![
+                (
+                    "toolu_w1".into(),
+                    "Write".into(),
+                    json!({"file_path": p("hello.txt"), "content": "hello\nworld\n"}),
+                ),
+                (
+                    "toolu_w2".into(),
+                    "Write".into(),
+                    json!({"file_path": p("src/lib.rs"), "content": "pub fn f() {}\n"}),
+                ),
+            ]),
+            Reply::Tools(vec![
+                (
+                    "toolu_l1".into(),
+                    "Bash".into(),
+                    json!({"command": "ls src", "description": "list"}),
+                ),
+                (
+                    "toolu_l2".into(),
+                    "Bash".into(),
+                    json!({"command": "cat hello.txt", "description": "read"}),
+                ),
+            ]),
             Reply::Text("Created both.".into()),
         ],
     );
