@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench --bench perf               # the full run (docs/PERFORMANCE.md)
 //! cargo bench --bench perf -- --quick    # a smoke pass of a few seconds (CI)
-//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 6)
+//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 7)
 //! ```
 //!
 //! Sections (the rows of the table, in order):
@@ -15,7 +15,9 @@
 //! 3. undo, `turnback revert FILE` across 20 sessions, rewind;
 //! 4. concurrent `turnback write` processes, one session and separate sessions;
 //! 5. against a shadow git repository snapshotted before each write;
-//! 6. peak RSS of `turnback write` and `turnback undo` of a large file.
+//! 6. peak RSS of `turnback write` and `turnback undo` of a large file;
+//! 7. an agent's hook pair (`turnback hook claude-code`, Pre and Post of an
+//!    Edit) against two bare process starts, and with 200 sessions in the store.
 //!
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
@@ -35,6 +37,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+
+// 7. Agent hooks, in a file of its own (benches/perf/hooks.rs).
+#[path = "perf/hooks.rs"]
+mod hooks;
 use turnback_store::{RevertOptions, Session, Store, Workspace};
 
 /// The `turnback` binary cargo built for this bench (the bench profile, i.e.
@@ -66,22 +72,23 @@ fn main() {
         notes: Vec::new(),
     };
     let started = Instant::now();
-    let sections: [Section; 6] = [
+    let sections: [Section; 7] = [
         (1, "write-through", write_through),
         (2, "growth with session size", growth),
         (3, "reverts", reverts),
         (4, "concurrency", concurrency),
         (5, "against shadow git", shadow_git),
         (6, "memory", memory),
+        (7, "agent hooks", hooks::agent_hooks),
     ];
     for (n, name, run) in sections {
         if only.as_ref().is_some_and(|o| !o.contains(&n)) {
             continue;
         }
         let t = Instant::now();
-        eprintln!("[{n}/6] {name}...");
+        eprintln!("[{n}/7] {name}...");
         run(&mut b);
-        eprintln!("[{n}/6] {name}: {}", fmt_d(t.elapsed()));
+        eprintln!("[{n}/7] {name}: {}", fmt_d(t.elapsed()));
         let _ = fs::remove_dir_all(b.dir.join(format!("s{n}")));
     }
     print_report(&b, &base, started.elapsed());

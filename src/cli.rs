@@ -87,7 +87,9 @@ pub(crate) enum Heading {
 /// unless it has a line here.
 pub(crate) fn heading(command: &str) -> Heading {
     match command {
-        "write" | "rm" | "mv" | "checkpoint" | "commit" | "rollback" | "turn" => Heading::Plumbing,
+        "write" | "rm" | "mv" | "checkpoint" | "commit" | "rollback" | "turn" | "hook" => {
+            Heading::Plumbing
+        }
         _ => Heading::People,
     }
 }

@@ -4,6 +4,8 @@
 mod cli;
 mod commands;
 mod context;
+mod hooks;
+mod install;
 mod naming;
 mod pager;
 mod render;

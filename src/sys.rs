@@ -1,6 +1,8 @@
 //! Platform code of the command line, kept apart as the store keeps its own:
 //! what standard input is, before `turnback write` takes it as a file's new
-//! contents.
+//! contents; for the hooks and `doctor`, the agent's process, a private file
+//! in the store home, whether `flock` holds in a directory and what
+//! filesystem it is on.
 
 /// Why standard input cannot be the new contents of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +53,55 @@ mod imp {
         }
         stdin.is_terminal().then_some(StdinProblem::Terminal)
     }
+
+    pub(super) use super::{
+        unix_flock_holds as flock_holds, unix_parent_pid as parent_pid,
+        unix_write_private as write_private,
+    };
+
+    /// The command name and parent of process `pid` (`/proc/<pid>/stat`).
+    #[cfg(target_os = "linux")]
+    pub(super) fn process_name_and_parent(pid: u32) -> Option<(String, u32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        let name = stat.get(open + 1..close)?.to_owned();
+        let ppid = stat
+            .get(close + 1..)?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        Some((name, ppid))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn process_name_and_parent(_pid: u32) -> Option<(String, u32)> {
+        None
+    }
+
+    #[cfg(target_os = "linux")]
+    pub(super) fn network_filesystem(dir: &std::path::Path) -> Option<&'static str> {
+        let st = rustix::fs::statfs(dir).ok()?;
+        // The magic numbers of statfs(2)'s f_type.
+        Some(match st.f_type as u64 {
+            0x6969 => "NFS",
+            0x517b => "SMB",
+            0xff53_4d42 => "CIFS",
+            0xfe53_4d42 => "SMB2",
+            0x6573_5546 => "FUSE (maybe sshfs or a network mount)",
+            0x0102_1997 => "9p",
+            0x00c3_6400 => "Ceph",
+            0x5346_414f => "AFS",
+            0x6b41_4653 => "AFS (kAFS)",
+            _ => return None,
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn network_filesystem(_dir: &std::path::Path) -> Option<&'static str> {
+        None
+    }
 }
 
 #[cfg(not(unix))]
@@ -66,3 +117,101 @@ mod imp {
             .then_some(StdinProblem::Terminal)
     }
 }
+
+/// The agent that ran this hook: the parent process, or, when the parent
+/// is a shell the agent ran the hook's command line in (Codex and Gemini
+/// CLI take a command line), the shell's parent. A shell exits with its
+/// command, so a mark naming it would be stale at once.
+pub(crate) fn agent_pid() -> u32 {
+    let parent = imp::parent_pid();
+    match imp::process_name_and_parent(parent) {
+        Some((name, grandparent))
+            if grandparent > 1
+                && matches!(name.as_str(), "sh" | "bash" | "dash" | "zsh" | "ksh") =>
+        {
+            grandparent
+        }
+        _ => parent,
+    }
+}
+
+/// Writes `bytes` as `dir/name`, private to this user (0600), through a
+/// temporary renamed over it.
+pub(crate) fn write_private(
+    dir: &std::path::Path,
+    name: &str,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    imp::write_private(dir, name, bytes)
+}
+
+/// True when an exclusive `flock` on a file in `dir` keeps a second open of
+/// the same file from taking it: false on a filesystem where locks do not
+/// hold (some network filesystems).
+pub(crate) fn flock_holds(dir: &std::path::Path) -> std::io::Result<bool> {
+    imp::flock_holds(dir)
+}
+
+/// The network filesystem `dir` is on (NFS, SMB, ...), where `flock` may not
+/// exclude another machine's process; `None` for a local one, or where it
+/// cannot be told.
+pub(crate) fn network_filesystem(dir: &std::path::Path) -> Option<&'static str> {
+    imp::network_filesystem(dir)
+}
+
+#[cfg(unix)]
+mod private_files {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::Path;
+
+    use rustix::fs::{FlockOperation, flock};
+
+    pub(crate) fn parent_pid() -> u32 {
+        rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
+    }
+
+    pub(crate) fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&temp)?;
+        f.write_all(bytes)?;
+        drop(f);
+        std::fs::rename(&temp, dir.join(name)).inspect_err(|_| {
+            let _ = std::fs::remove_file(&temp);
+        })
+    }
+
+    pub(crate) fn flock_holds(dir: &Path) -> std::io::Result<bool> {
+        let path = dir.join(format!(".doctor-flock.{}", std::process::id()));
+        let open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)
+        };
+        let first = open()?;
+        let second = open();
+        let result = (|| {
+            let second = second?;
+            flock(&first, FlockOperation::NonBlockingLockExclusive)?;
+            Ok(flock(&second, FlockOperation::NonBlockingLockExclusive).is_err())
+        })();
+        let _ = std::fs::remove_file(&path);
+        result
+    }
+}
+
+#[cfg(unix)]
+use private_files::{
+    flock_holds as unix_flock_holds, parent_pid as unix_parent_pid,
+    write_private as unix_write_private,
+};

@@ -1190,6 +1190,8 @@ fn architecture_md_names_every_module() {
         ("crates/turnback-store/src", "crates/turnback-store/src/"),
         ("src", "src/"),
         ("src/commands", "src/"),
+        ("src/hooks", "src/"),
+        ("src/install", "src/"),
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = e.unwrap().path();

@@ -48,3 +48,13 @@ mod git;
 mod docs;
 // The command line's git and jj habits: turns, naming entries, times, the pager, show, status, blame.
 mod habits;
+// Agents' hooks: recorded payloads of Claude Code, Codex and Gemini CLI through `turnback hook`.
+mod hooks;
+// `turnback install`, `uninstall` and `doctor` on each agent's settings file.
+mod install;
+// A whole Claude Code session played through the hooks install wrote, then rewound from another process.
+mod claude_session;
+// A scripted model on 127.0.0.1 that the real agents talk to offline.
+mod model_server;
+// The real Claude Code, Codex and Gemini CLI through their hooks, then a rewind from another process.
+mod real_agents;

@@ -8,7 +8,10 @@ mod common;
 mod completions;
 mod demo;
 mod diff;
+mod doctor;
 mod error;
+mod hook;
+mod install;
 mod log;
 mod man;
 mod mv;
@@ -63,6 +66,10 @@ pub(crate) enum Command {
     Demo(demo::DemoArgs),
     Completions(completions::CompletionsArgs),
     Man(man::ManArgs),
+    Hook(hook::HookArgs),
+    Install(install::InstallArgs),
+    Uninstall(install::UninstallArgs),
+    Doctor(doctor::DoctorArgs),
 }
 
 /// A command line clap could not parse (or `--help`, `--version`): clap's own
@@ -88,6 +95,10 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
 /// Runs the command, writes its report (or its error) and says how the
 /// process ends. An error writing the report is returned, for `main`.
 pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
+    // A hook speaks its agent's protocol, not a report (commands/hook.rs).
+    if let Command::Hook(args) = &cli.command {
+        return Ok(hook::run(&cli, args));
+    }
     let render = Renderer::new(cli.color.into(), cli.json).paging(cli.no_pager);
     let mut ctx = None;
     let mut done = dispatch(&cli, render, &mut ctx);
@@ -123,6 +134,9 @@ fn dispatch(
         Command::Demo(args) => return demo::run(render.style(), args).map(boxed),
         Command::Completions(args) => return completions::run(args).map(boxed),
         Command::Man(args) => return man::run(args).map(boxed),
+        Command::Install(args) => return install::install(cli, args).map(boxed),
+        Command::Uninstall(args) => return install::uninstall(cli, args).map(boxed),
+        Command::Doctor(args) => return doctor::run(cli, args).map(boxed),
         _ => {}
     }
     let ctx = ctx.insert(Context::new(cli, render)?);
@@ -145,7 +159,13 @@ fn dispatch(
         Command::Show(args) => show::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
-        Command::Demo(_) | Command::Completions(_) | Command::Man(_) => {
+        Command::Demo(_)
+        | Command::Completions(_)
+        | Command::Man(_)
+        | Command::Hook(_)
+        | Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Doctor(_) => {
             unreachable!("run above")
         }
     }

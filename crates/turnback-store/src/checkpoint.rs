@@ -140,7 +140,7 @@ impl Session {
         self.view(|s| self.uncommitted_in(s, seq).cloned())?
     }
 
-    fn commit_locked(&self, ws: &Workspace, rel: &RelPath, seq: u64) -> Result<Entry> {
+    pub(crate) fn commit_locked(&self, ws: &Workspace, rel: &RelPath, seq: u64) -> Result<Entry> {
         let after = ws.current_state(rel)?;
         self.mutate(Durability::Full, |idx| {
             self.uncommitted_in(idx, seq)?;

@@ -11,6 +11,7 @@
 //! <home>/sessions/<id>/blobs/<sha256>      the backups (`blobs.rs` names what is inside)
 //! <home>/sessions/.pruned-<id>-<random>    a session prune is deleting
 //! <home>/locks/<sha256>                    a workspace file's or directory's lock
+//! <home>/locks/<sha256>.mark               a file being written between two processes (`mark.rs`)
 //! ```
 //!
 //! An index is read in one of four ways, each for one kind of caller (a

@@ -105,6 +105,7 @@ mod journal;
 mod layout;
 mod listing;
 mod lock;
+mod mark;
 mod marker;
 mod recovery;
 mod relpath;
@@ -134,6 +135,7 @@ pub use index::{
     Turn, WorkspaceRoot,
 };
 pub use listing::{ChoiceReason, ChosenSession, SessionChoice, SessionSummary};
+pub use mark::{Mark, Settled};
 pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,

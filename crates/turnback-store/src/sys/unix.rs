@@ -374,6 +374,39 @@ pub(crate) fn kind_of(md: &Metadata) -> &'static str {
     }
 }
 
+/// True while process `pid` exists (it may be another user's: `EPERM` still
+/// says it is there). A zombie counts as there until it is reaped.
+pub(crate) fn process_exists(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => true,
+        Err(e) => e == rustix::io::Errno::PERM,
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`,
+/// field 22), so that a pid the kernel reused for another process is not
+/// taken for the one a mark names. `None` where it cannot be read.
+#[cfg(target_os = "linux")]
+pub(crate) fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces or
+    // parentheses itself: the fields after it start after the last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Portable fallback: the start time is unknown, and a pid is believed.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn process_start(_pid: u32) -> Option<u64> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,102 @@
+//! `turnback hook claude-code|codex|gemini`: what an agent runs before and
+//! after every tool call, with the event as one JSON object on stdin.
+//!
+//! Not a report like the other commands: its output is the agent's hook
+//! protocol. It exits 0 whatever happens (2 would block the agent's tool),
+//! prints at most one JSON object with a `systemMessage` for the person, and
+//! makes no permission decision; only `--strict` turns a failed backup into
+//! a block (exit 2, the reason on stderr, which the agent shows its model).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use turnback_store::Store;
+
+use crate::cli::Cli;
+use crate::hooks::event::{Agent, EventKind};
+use crate::hooks::{self, apply, last_error, payload};
+
+/// What an agent's hooks run: back up the files its tools change
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example (what Claude Code runs, as `turnback install claude-code` configures it):\n  echo '{\"session_id\":\"s1\",\"cwd\":\"/work/app\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Edit\",\"tool_input\":{\"file_path\":\"/work/app/src/lib.rs\"},\"tool_use_id\":\"t1\"}' | turnback hook claude-code\n\nExit status 0 always, and nothing on stdout unless something went wrong:\nthen {\"systemMessage\": \"turnback: FILE NOT backed up: ...\"}. With --strict\na backup that failed blocks the tool (exit 2, the reason on stderr)."
+)]
+pub(crate) struct HookArgs {
+    /// The agent whose hook this is
+    #[arg(value_enum)]
+    agent: Agent,
+    /// Block the tool (exit 2) when its files could not be backed up
+    #[arg(long)]
+    strict: bool,
+}
+
+/// Runs the hook: never fails, says how the process ends.
+pub(crate) fn run(cli: &Cli, args: &HookArgs) -> ExitCode {
+    let store = match &cli.home {
+        Some(home) => Ok(Store::new(home)),
+        None => Store::open_default(),
+    };
+    let mut stdin = std::io::stdin().lock();
+    let (event_name, outcome) = match (store.as_ref(), payload::read_object(&mut stdin)) {
+        (Err(e), _) => (
+            None,
+            failure(format!("turnback: nothing is backed up: {e}")),
+        ),
+        (_, Err(bad)) => (None, failure(format!("turnback: event ignored: {bad}"))),
+        (Ok(store), Ok(p)) => match hooks::parse(args.agent, &p) {
+            Err(bad) => {
+                let name = p
+                    .opt_str("hook_event_name")
+                    .ok()
+                    .flatten()
+                    .map(str::to_owned);
+                (name, failure(format!("turnback: event ignored: {bad}")))
+            }
+            Ok(ev) => {
+                let before_files = matches!(ev.kind, EventKind::Before(_));
+                let mut out = apply::apply(store, &ev, writer_pid(args.agent));
+                out.backup_failed &= before_files;
+                (Some(ev.name), out)
+            }
+        },
+    };
+    if outcome.messages.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let text = outcome.messages.join("\n");
+    if let Ok(store) = &store {
+        let event = event_name.as_deref().unwrap_or("?");
+        last_error::record(store.home(), args.agent.name(), event, &text);
+    }
+    if args.strict && outcome.backup_failed {
+        eprintln!(
+            "{text}\n(turnback --strict: the tool was blocked so that nothing changes unprotected)"
+        );
+        return ExitCode::from(2);
+    }
+    let line = serde_json::json!({ "systemMessage": text });
+    // A closed stdout must not fail the hook: the agent would see an error.
+    let _ = writeln!(std::io::stdout(), "{line}");
+    ExitCode::SUCCESS
+}
+
+fn failure(message: String) -> apply::Outcome {
+    apply::Outcome {
+        messages: vec![message],
+        ..Default::default()
+    }
+}
+
+/// The process that makes the writes between a checkpoint and its commit:
+/// the agent. Claude Code names itself (`CLAUDE_PID`); otherwise it is the
+/// hook's parent (past a shell the command line ran in).
+fn writer_pid(agent: Agent) -> u32 {
+    if agent == Agent::ClaudeCode
+        && let Some(pid) = std::env::var("CLAUDE_PID")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    {
+        return pid;
+    }
+    crate::sys::agent_pid()
+}

@@ -1,0 +1,266 @@
+//! `turnback install AGENT` / `turnback uninstall AGENT`: turnback's hooks
+//! (and, for Claude Code, its slash commands) merged into the agent's
+//! settings, or taken out again: exactly turnback's entries, every other
+//! setting kept.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use turnback::output::Out;
+
+use crate::cli::Cli;
+use crate::commands::CliError;
+use crate::hooks::event::Agent;
+use crate::install::{self, Change, Scope, claude, codex_trust, settings};
+use crate::render::Report;
+
+// No doc comment: clap would make it the help line of both commands.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ScopeArgs {
+    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`)
+    #[arg(long, conflicts_with = "user")]
+    project: bool,
+    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`)
+    #[arg(long)]
+    user: bool,
+}
+
+impl ScopeArgs {
+    fn scope(&self) -> Scope {
+        match (self.project, self.user) {
+            (true, _) => Scope::Project,
+            (_, true) => Scope::User,
+            _ => Scope::Default,
+        }
+    }
+}
+
+/// Protect an agent: add turnback's hooks to its settings (claude-code, codex, gemini)
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n\nEvery other setting and hook is kept; running it again changes nothing."
+)]
+pub(crate) struct InstallArgs {
+    /// The agent
+    #[arg(value_enum)]
+    agent: Agent,
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// Print the settings as they would be; write nothing
+    #[arg(long)]
+    print: bool,
+}
+
+/// Take turnback's hooks out of an agent's settings again
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  turnback uninstall claude-code")]
+pub(crate) struct UninstallArgs {
+    /// The agent
+    #[arg(value_enum)]
+    agent: Agent,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// What install or uninstall did.
+pub(crate) struct Installed {
+    agent: Agent,
+    file: PathBuf,
+    changes: Vec<Change>,
+    /// Slash command files: (path, "added" | "updated" | "removed" | "kept").
+    commands: Vec<(PathBuf, &'static str)>,
+    /// Codex hooks whose trust was recorded.
+    trusted: Vec<String>,
+    warnings: Vec<String>,
+    /// `--print`: the settings as they would be.
+    printed: Option<Value>,
+}
+
+impl Report for Installed {
+    fn json(&self) -> Option<Value> {
+        let changes: Vec<Value> = self
+            .changes
+            .iter()
+            .map(|c| json!({"change": c.what, "event": c.event, "matcher": c.matcher}))
+            .collect();
+        let commands: Vec<Value> = self
+            .commands
+            .iter()
+            .map(|(p, what)| json!({"change": what, "path": p}))
+            .collect();
+        let mut v = json!({
+            "agent": self.agent.name(),
+            "file": self.file,
+            "changes": changes,
+            "commands": commands,
+            "trusted": self.trusted,
+            "warnings": self.warnings,
+        });
+        if let Some(s) = &self.printed {
+            v["settings"] = s.clone();
+        }
+        Some(v)
+    }
+
+    fn text(&self, _: &Out) -> String {
+        if let Some(s) = &self.printed {
+            return settings::render(s.as_object().expect("settings are an object"));
+        }
+        let mut t = format!("{}: {}\n", self.agent.name(), self.file.display());
+        if self.changes.is_empty() && self.commands.iter().all(|c| c.1 == "kept") {
+            t.push_str("  nothing changed\n");
+        }
+        for c in &self.changes {
+            let m = c
+                .matcher
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            t.push_str(&format!("  {} {} hook{m}\n", c.what, c.event));
+        }
+        for (p, what) in &self.commands {
+            if *what != "kept" {
+                t.push_str(&format!("  {what} slash command {}\n", p.display()));
+            }
+        }
+        for k in &self.trusted {
+            t.push_str(&format!("  trusted in Codex: {k}\n"));
+        }
+        for w in &self.warnings {
+            t.push_str(&format!("  warning: {w}\n"));
+        }
+        t
+    }
+}
+
+fn err(message: String) -> CliError {
+    CliError::new(message, Some("nothing was changed".into()))
+}
+
+/// The running binary, as the hooks will name it.
+fn this_binary() -> Result<PathBuf, CliError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| err(format!("cannot find the turnback binary: {e}")))?;
+    Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
+}
+
+fn workspace(cli: &Cli) -> Result<PathBuf, CliError> {
+    match &cli.workspace {
+        Some(w) => Ok(std::path::absolute(w).unwrap_or_else(|_| w.clone())),
+        None => std::env::current_dir()
+            .map_err(|e| err(format!("cannot read the current directory: {e}"))),
+    }
+}
+
+pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliError> {
+    let hooks = install::agent_hooks(args.agent);
+    let ws = workspace(cli)?;
+    let scope = args.scope.scope();
+    let file = hooks.settings_file(scope, &ws).map_err(err)?;
+    let exe = this_binary()?;
+    let mut s = settings::read(&file).map_err(err)?;
+    let changes =
+        install::merge(&mut s, &hooks.wanted(&exe), &|h| hooks.is_ours(h)).map_err(err)?;
+    let mut report = Installed {
+        agent: args.agent,
+        file: file.clone(),
+        changes,
+        commands: Vec::new(),
+        trusted: Vec::new(),
+        warnings: Vec::new(),
+        printed: None,
+    };
+    if args.print {
+        report.printed = Some(Value::Object(s));
+        return Ok(report);
+    }
+    if !report.changes.is_empty() {
+        settings::write(&file, &s).map_err(err)?;
+    }
+    match args.agent {
+        Agent::ClaudeCode => {
+            let dir = claude::commands_dir(scope, &ws).map_err(err)?;
+            report.commands = write_commands(&dir, &exe)?;
+        }
+        Agent::Codex => match codex_trust::codex_binary() {
+            Some(codex) => {
+                let ours = |c: &str| hooks.is_ours(&json!({ "command": c }));
+                match codex_trust::trust_ours(&codex, &ws, &file, &ours) {
+                    Ok(keys) => report.trusted = keys,
+                    Err(e) => report.warnings.push(format!(
+                        "{e}: Codex skips hooks it does not trust; trust them in Codex's /hooks"
+                    )),
+                }
+            }
+            None => report.warnings.push(
+                "Codex was not found (set TURNBACK_CODEX or put `codex` on PATH), so its trust in these hooks is not recorded: Codex skips them until you trust them in its /hooks, or run this again".into(),
+            ),
+        },
+        Agent::Gemini => {}
+    }
+    Ok(report)
+}
+
+/// Writes the slash commands into `dir`; a file of the same name that is
+/// not turnback's is left alone, with a warning in its place.
+fn write_commands(dir: &Path, exe: &Path) -> Result<Vec<(PathBuf, &'static str)>, CliError> {
+    let mut done = Vec::new();
+    for (name, body) in claude::slash_commands(exe) {
+        let path = dir.join(name);
+        let what = match std::fs::read_to_string(&path) {
+            Ok(old) if old == body => "kept",
+            Ok(old) if !old.contains(claude::COMMAND_MARK) => {
+                return Err(CliError::new(
+                    format!("{} exists and is not turnback's", path.display()),
+                    Some("move it aside and run this again (the hooks were installed)".into()),
+                ));
+            }
+            Ok(_) => "updated",
+            Err(_) => "added",
+        };
+        if what != "kept" {
+            std::fs::create_dir_all(dir)
+                .and_then(|()| std::fs::write(&path, &body))
+                .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
+        }
+        done.push((path, what));
+    }
+    Ok(done)
+}
+
+pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, CliError> {
+    let hooks = install::agent_hooks(args.agent);
+    let ws = workspace(cli)?;
+    let scope = args.scope.scope();
+    let file = hooks.settings_file(scope, &ws).map_err(err)?;
+    let mut s = settings::read(&file).map_err(err)?;
+    let changes = install::remove_ours(&mut s, &|h| hooks.is_ours(h));
+    if !changes.is_empty() {
+        settings::write(&file, &s).map_err(err)?;
+    }
+    let mut commands = Vec::new();
+    if args.agent == Agent::ClaudeCode {
+        let dir = claude::commands_dir(scope, &ws).map_err(err)?;
+        for (name, _) in claude::slash_commands(Path::new("turnback")) {
+            let path = dir.join(name);
+            if std::fs::read_to_string(&path).is_ok_and(|t| t.contains(claude::COMMAND_MARK)) {
+                std::fs::remove_file(&path)
+                    .map_err(|e| err(format!("cannot remove {}: {e}", path.display())))?;
+                commands.push((path, "removed"));
+            }
+        }
+        // The directory install made, if nothing else is in it.
+        if !commands.is_empty() {
+            let _ = std::fs::remove_dir(&dir);
+        }
+    }
+    Ok(Installed {
+        agent: args.agent,
+        file,
+        changes,
+        commands,
+        trusted: Vec::new(),
+        warnings: Vec::new(),
+        printed: None,
+    })
+}

@@ -1,0 +1,256 @@
+//! What one hook event does to the store: settle what an earlier call left
+//! open, then begin a turn, checkpoint a file tool's paths before it runs, or
+//! commit (or settle) them after. Every failure becomes a message for the
+//! person; nothing here ends the process or decides the agent's permission.
+
+use std::path::Path;
+
+use turnback_store::{Entry, ErrorKind, Session, Settled, Store, Workspace};
+
+use super::event::{CallId, EventKind, HookEvent, Tool, ToolCall};
+use super::shell::{self, ShellOutcome, Side};
+
+/// What the hook tells the agent.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// Lines for the person (the hook's `systemMessage`).
+    pub messages: Vec<String>,
+    /// A backup failed before a file tool ran (what `--strict` blocks on).
+    pub backup_failed: bool,
+    /// A note for the log, not shown: what was done for a shell call.
+    pub shell: Option<ShellOutcome>,
+}
+
+impl Outcome {
+    fn say(&mut self, text: String) {
+        self.messages.push(format!("turnback: {text}"));
+    }
+}
+
+/// Runs `ev` against `store`; `writer_pid` is the agent's process, which
+/// makes the writes between a checkpoint and its commit.
+pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
+    let mut out = Outcome::default();
+    let ws = match Workspace::open(&ev.workspace) {
+        Ok(ws) => ws,
+        Err(e) => {
+            if matches!(
+                ev.kind,
+                EventKind::Before(ToolCall {
+                    tool: Tool::Files(_),
+                    ..
+                })
+            ) {
+                out.backup_failed = true;
+            }
+            out.say(format!("cannot open the workspace: {e}"));
+            return out;
+        }
+    };
+    // Only what makes a change creates the session; the rest needs one.
+    let creates = matches!(
+        &ev.kind,
+        EventKind::Prompt { .. }
+            | EventKind::Before(ToolCall {
+                tool: Tool::Files(_),
+                ..
+            })
+    );
+    let session = if creates {
+        store.session(&ev.session)
+    } else {
+        store.open_session(&ev.session)
+    };
+    let session = match session {
+        Ok(s) => s,
+        Err(e) if e.kind() == ErrorKind::SessionNotFound => return out,
+        Err(e) => {
+            out.backup_failed = creates;
+            out.say(format!("session {}: {e}", ev.session));
+            return out;
+        }
+    };
+    let mine = match &ev.kind {
+        EventKind::After(call) | EventKind::Failed(call) => Some(call),
+        _ => None,
+    };
+    let open = match session.entries() {
+        Ok(entries) => entries.into_iter().filter(|e| !e.is_committed()).collect(),
+        Err(e) => {
+            out.say(format!("session {}: {e}", ev.session));
+            Vec::new()
+        }
+    };
+    let (own, others) = split_own(open, mine);
+    for e in &others {
+        settle(&session, &ws, e, &mut out);
+    }
+    match &ev.kind {
+        EventKind::Prompt { prompt } => {
+            if let Err(e) = session.begin_turn(prompt, None) {
+                out.say(format!("the turn was not recorded: {e}"));
+            }
+        }
+        EventKind::Before(call) => match &call.tool {
+            Tool::Files(paths) => {
+                let message = message_id(&session, call);
+                for p in paths {
+                    checkpoint(
+                        &session,
+                        &ws,
+                        &ev.workspace,
+                        p,
+                        &message,
+                        writer_pid,
+                        &mut out,
+                    );
+                }
+            }
+            Tool::Shell { command } => {
+                out.shell = Some(shell::on_shell(call, command, Side::Before));
+            }
+            Tool::Untracked => {}
+        },
+        EventKind::After(call) => match &call.tool {
+            Tool::Files(_) => {
+                for e in &own {
+                    if let Err(err) = session.commit_marked(e.seq) {
+                        let shown = shown(&ws, &e.absolute_path());
+                        out.say(format!("{shown}: the change was NOT recorded: {err}"));
+                    }
+                }
+            }
+            Tool::Shell { command } => {
+                out.shell = Some(shell::on_shell(call, command, Side::After));
+            }
+            Tool::Untracked => {}
+        },
+        EventKind::Failed(call) => {
+            for e in &own {
+                settle(&session, &ws, e, &mut out);
+            }
+            if let Tool::Shell { command } = &call.tool {
+                out.shell = Some(shell::on_shell(call, command, Side::Failed));
+            }
+        }
+        EventKind::Other => {}
+    }
+    out
+}
+
+/// The open entries that are this call's (for an After or a failure), and
+/// the others. A call named by a digest takes the oldest of its calls still
+/// open: first in, first out.
+fn split_own(open: Vec<Entry>, call: Option<&ToolCall>) -> (Vec<Entry>, Vec<Entry>) {
+    let Some(call) = call else {
+        return (Vec::new(), open);
+    };
+    let target = match &call.id {
+        CallId::Given(id) => Some(id.clone()),
+        CallId::Digest(_) => {
+            let prefix = call.message_prefix();
+            open.iter()
+                .filter(|e| e.message_id.starts_with(&prefix))
+                .min_by_key(|e| e.seq)
+                .map(|e| e.message_id.clone())
+        }
+    };
+    open.into_iter()
+        .partition(|e| Some(&e.message_id) == target.as_ref())
+}
+
+/// The message id a new call's entries get: the agent's id, or the digest
+/// numbered after every earlier call with the same digest in the session.
+fn message_id(session: &Session, call: &ToolCall) -> String {
+    match &call.id {
+        CallId::Given(id) => id.clone(),
+        CallId::Digest(_) => {
+            let prefix = call.message_prefix();
+            let mut seen: Vec<String> = session
+                .entries()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| e.message_id.starts_with(&prefix))
+                .map(|e| e.message_id)
+                .collect();
+            seen.sort();
+            seen.dedup();
+            format!("{prefix}{}", seen.len() + 1)
+        }
+    }
+}
+
+/// Backs up `path` before the tool runs, unless it is outside the workspace.
+fn checkpoint(
+    session: &Session,
+    ws: &Workspace,
+    given_root: &Path,
+    path: &Path,
+    message: &str,
+    writer_pid: u32,
+    out: &mut Outcome,
+) {
+    let shown = shown(ws, path);
+    if !lexically_under(path, ws.root()) && !lexically_under(path, given_root) {
+        out.say(format!(
+            "{shown} is outside the workspace {}: left alone, NOT backed up",
+            ws.root().display()
+        ));
+        return;
+    }
+    match session.checkpoint_marked(ws, path, message, writer_pid) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::OutsideWorkspace => out.say(format!(
+            "{shown} leads outside the workspace {}: left alone, NOT backed up",
+            ws.root().display()
+        )),
+        Err(e) => {
+            out.backup_failed = true;
+            out.say(format!("{shown} NOT backed up: {e}"));
+        }
+    }
+}
+
+/// Settles an entry a call left open; a failure is said, never fatal.
+fn settle(session: &Session, ws: &Workspace, e: &Entry, out: &mut Outcome) {
+    match session.settle_marked(e.seq) {
+        Ok(Settled::Committed(_) | Settled::Dropped(_)) => {}
+        // Settled meanwhile by a parallel hook of the same session.
+        Err(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::NoSuchEntry | ErrorKind::AlreadyCommitted
+            ) => {}
+        Err(err) => {
+            let shown = shown(ws, &e.absolute_path());
+            out.say(format!(
+                "{shown}: an open backup could not be settled: {err}"
+            ));
+        }
+    }
+}
+
+/// `path` as the person knows it: relative to the workspace where it is in it.
+fn shown(ws: &Workspace, path: &Path) -> String {
+    let p = path.strip_prefix(ws.root()).unwrap_or(path);
+    turnback::text::escape_path(p)
+}
+
+/// True when `path`, with `.` and `..` taken lexically, is under `root`.
+fn lexically_under(path: &Path, root: &Path) -> bool {
+    use std::path::Component;
+    let mut parts: Vec<Component> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.len() > 1 {
+                    parts.pop();
+                }
+            }
+            c => parts.push(c),
+        }
+    }
+    let normal: std::path::PathBuf = parts.iter().collect();
+    normal.starts_with(root) && normal != root
+}

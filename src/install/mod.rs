@@ -1,0 +1,290 @@
+//! `turnback install` / `uninstall`: turnback's hooks merged into an agent's
+//! settings file, every other setting and hook kept. All three agents keep
+//! hooks in the same JSON shape, `{"hooks": {EVENT: [{"matcher": M, "hooks":
+//! [HANDLER]}]}}`; each agent's module says which events, which matcher and
+//! what a handler looks like (`claude.rs`, `codex.rs`, `gemini.rs`), and how
+//! to tell turnback's handlers from anyone else's.
+
+pub(crate) mod claude;
+pub(crate) mod codex;
+pub(crate) mod codex_trust;
+pub(crate) mod gemini;
+pub(crate) mod settings;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::hooks::event::Agent;
+
+/// Which settings file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The agent's own default (Claude Code: the workspace's uncommitted
+    /// `.claude/settings.local.json`; Codex and Gemini CLI: the user's).
+    Default,
+    /// The workspace's committed settings.
+    Project,
+    /// The user's settings, for every workspace.
+    User,
+}
+
+/// One hook turnback wants: an event, its matcher, its handler.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Wanted {
+    pub event: &'static str,
+    pub matcher: Option<&'static str>,
+    pub handler: Value,
+}
+
+/// What an agent's module provides.
+pub(crate) trait AgentHooks {
+    /// The settings file of `scope`, for the workspace `ws`.
+    fn settings_file(&self, scope: Scope, ws: &Path) -> Result<PathBuf, String>;
+    /// The hooks turnback wants, running `exe`.
+    fn wanted(&self, exe: &Path) -> Vec<Wanted>;
+    /// True when `handler` is one of turnback's (whatever binary it names).
+    fn is_ours(&self, handler: &Value) -> bool;
+    /// The program a handler of turnback's runs.
+    fn program_of(&self, handler: &Value) -> Option<PathBuf>;
+}
+
+/// The module of `agent`.
+pub(crate) fn agent_hooks(agent: Agent) -> &'static dyn AgentHooks {
+    match agent {
+        Agent::ClaudeCode => &claude::ClaudeCode,
+        Agent::Codex => &codex::Codex,
+        Agent::Gemini => &gemini::Gemini,
+    }
+}
+
+/// One change made to a settings file, for the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Change {
+    /// "added" or "removed".
+    pub what: &'static str,
+    pub event: String,
+    pub matcher: Option<String>,
+}
+
+/// Removes every handler `is_ours` says is turnback's; groups and events
+/// left empty go too (and `hooks` itself, when it is left empty).
+pub(crate) fn remove_ours(
+    settings: &mut Map<String, Value>,
+    is_ours: &dyn Fn(&Value) -> bool,
+) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let Some(Value::Object(hooks)) = settings.get_mut("hooks") else {
+        return changes;
+    };
+    for (event, groups) in hooks.iter_mut() {
+        let Value::Array(groups) = groups else {
+            continue;
+        };
+        for group in groups.iter_mut() {
+            let matcher = group
+                .get("matcher")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let Some(Value::Array(handlers)) = group.get_mut("hooks") else {
+                continue;
+            };
+            let before = handlers.len();
+            handlers.retain(|h| !is_ours(h));
+            for _ in handlers.len()..before {
+                changes.push(Change {
+                    what: "removed",
+                    event: event.clone(),
+                    matcher: matcher.clone(),
+                });
+            }
+        }
+        groups.retain(|g| {
+            !g.get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|h| h.is_empty())
+        });
+    }
+    let emptied: Vec<String> = hooks
+        .iter()
+        .filter(|(_, g)| g.as_array().is_some_and(|g| g.is_empty()))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in emptied {
+        hooks.remove(&k);
+    }
+    if hooks.is_empty() {
+        settings.remove("hooks");
+    }
+    changes
+}
+
+/// The hooks of turnback's now in `settings`: (event, matcher, handler).
+pub(crate) fn ours_in(
+    settings: &Map<String, Value>,
+    is_ours: &dyn Fn(&Value) -> bool,
+) -> Vec<(String, Option<String>, Value)> {
+    let mut found = Vec::new();
+    let Some(Value::Object(hooks)) = settings.get("hooks") else {
+        return found;
+    };
+    for (event, groups) in hooks {
+        for group in groups.as_array().into_iter().flatten() {
+            let matcher = group
+                .get("matcher")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            for h in group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if is_ours(h) {
+                    found.push((event.clone(), matcher.clone(), h.clone()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Puts exactly `wanted` in as turnback's hooks: nothing changes when they
+/// are there already; otherwise turnback's old ones go and these are added,
+/// each in a group of its own at the end of its event's list.
+pub(crate) fn merge(
+    settings: &mut Map<String, Value>,
+    wanted: &[Wanted],
+    is_ours: &dyn Fn(&Value) -> bool,
+) -> Result<Vec<Change>, String> {
+    let mut have = ours_in(settings, is_ours);
+    let mut want: Vec<_> = wanted
+        .iter()
+        .map(|w| {
+            (
+                w.event.to_owned(),
+                w.matcher.map(str::to_owned),
+                w.handler.clone(),
+            )
+        })
+        .collect();
+    have.sort_by(|a, b| a.0.cmp(&b.0));
+    want.sort_by(|a, b| a.0.cmp(&b.0));
+    if have == want {
+        return Ok(Vec::new());
+    }
+    let mut changes = remove_ours(settings, is_ours);
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(hooks) = hooks else {
+        return Err("its `hooks` is not an object".into());
+    };
+    for w in wanted {
+        let list = hooks
+            .entry(w.event)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Value::Array(list) = list else {
+            return Err(format!("its `hooks.{}` is not a list", w.event));
+        };
+        let mut group = Map::new();
+        if let Some(m) = w.matcher {
+            group.insert("matcher".into(), m.into());
+        }
+        group.insert("hooks".into(), Value::Array(vec![w.handler.clone()]));
+        list.push(Value::Object(group));
+        changes.push(Change {
+            what: "added",
+            event: w.event.to_owned(),
+            matcher: w.matcher.map(str::to_owned),
+        });
+    }
+    // A hook replaced by the same one (another binary path) reads as one
+    // "updated", not a removal and an addition.
+    Ok(fold_updates(changes))
+}
+
+fn fold_updates(changes: Vec<Change>) -> Vec<Change> {
+    let mut out: Vec<Change> = Vec::new();
+    for c in changes {
+        if c.what == "added"
+            && let Some(i) = out
+                .iter()
+                .position(|o| o.what == "removed" && o.event == c.event && o.matcher == c.matcher)
+        {
+            out[i].what = "updated";
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `exe` quoted for a POSIX shell, for the agents whose hook command is a
+/// shell command line (Codex, Gemini CLI): one word whatever it holds.
+pub(crate) fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c))
+    {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The first word of a shell command line, unquoted (single or double
+/// quotes, or none): the program a Codex or Gemini CLI hook runs.
+pub(crate) fn shell_program(command: &str) -> Option<String> {
+    let command = command.trim_start();
+    let mut chars = command.chars();
+    match chars.next()? {
+        '\'' => {
+            // 'a'\''b' quoting: read quoted runs and escaped quotes.
+            let mut out = String::new();
+            let mut rest = command;
+            loop {
+                let body = rest.strip_prefix('\'')?;
+                let end = body.find('\'')?;
+                out.push_str(&body[..end]);
+                rest = &body[end + 1..];
+                if let Some(r) = rest.strip_prefix("\\'") {
+                    out.push('\'');
+                    rest = r;
+                    continue;
+                }
+                if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+                    return Some(out);
+                }
+            }
+        }
+        '"' => {
+            let body = &command[1..];
+            Some(body[..body.find('"')?].to_owned())
+        }
+        _ => command.split_whitespace().next().map(str::to_owned),
+    }
+}
+
+/// True when `program` is a turnback binary (its file name is `turnback`).
+pub(crate) fn is_turnback_program(program: &str) -> bool {
+    Path::new(program)
+        .file_name()
+        .is_some_and(|n| n == "turnback")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting_round_trips_through_shell_program() {
+        for p in [
+            "/usr/bin/turnback",
+            "/opt/my tools/turnback",
+            "/x/it's/turnback",
+        ] {
+            let line = format!("{} hook codex", shell_quote(p));
+            assert_eq!(shell_program(&line).as_deref(), Some(p), "{line}");
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! `turnback install` / `uninstall` / `doctor`: turnback's hooks merged into
+//! each agent's settings file and taken out again, every other setting kept;
+//! Codex's trust recorded through the real Codex where it is installed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::hooks::{hook, system_message};
+use crate::util::{Env, bin, read_text, run_with_input, skip};
+
+/// `turnback ARGS` in `env`'s workspace with a private HOME (and no agent's
+/// variables from the machine).
+pub fn tb(env: &Env, home: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = env.cmd(None);
+    c.args(args)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env("TURNBACK_CODEX", home.join("no-codex-here"));
+    run_with_input(c, b"")
+}
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn json_of(path: &Path) -> Value {
+    serde_json::from_str(&read_text(path)).unwrap()
+}
+
+/// The real binary's path, as install writes it.
+fn exe() -> String {
+    std::fs::canonicalize(bin())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn claude_code_install_keeps_every_other_setting_is_idempotent_and_uninstalls_exactly() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = env.path(".claude/settings.local.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let original = json!({
+        "permissions": {"allow": ["Bash(ls)"]},
+        "env": {"FOO": "1"},
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo mine"}]}],
+            "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
+        }
+    });
+    std::fs::write(&file, serde_json::to_string_pretty(&original).unwrap()).unwrap();
+
+    let said = ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    assert!(
+        said.contains("added PreToolUse hook (Write|Edit|MultiEdit|NotebookEdit|Bash)"),
+        "{said}"
+    );
+    let s = json_of(&file);
+    assert_eq!(s["permissions"], original["permissions"]);
+    assert_eq!(s["env"], original["env"]);
+    assert_eq!(
+        s["hooks"]["Notification"],
+        original["hooks"]["Notification"]
+    );
+    assert_eq!(
+        s["hooks"]["PreToolUse"][0],
+        original["hooks"]["PreToolUse"][0]
+    );
+    // Exec form, the absolute path of the binary that installed it.
+    let ours = &s["hooks"]["PreToolUse"][1]["hooks"][0];
+    assert_eq!(ours["command"], exe());
+    assert_eq!(ours["args"], json!(["hook", "claude-code"]));
+    for event in [
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SessionStart",
+        "SessionEnd",
+    ] {
+        assert!(s["hooks"][event].is_array(), "{event}: {s}");
+    }
+    for cmd in ["turnback-undo", "turnback-rewind", "turnback-log"] {
+        let text = read_text(env.path(&format!(".claude/commands/{cmd}.md")));
+        assert!(text.starts_with("---\ndescription: "), "{text}");
+        assert!(text.contains(&exe()), "{text}");
+    }
+
+    // Again: nothing changes, byte for byte.
+    let before = read_text(&file);
+    let said = ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    assert!(said.contains("nothing changed"), "{said}");
+    assert_eq!(read_text(&file), before);
+
+    // --json says what changed.
+    let out = ok(&tb(
+        &env,
+        home.path(),
+        &["uninstall", "claude-code", "--json"],
+    ));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["changes"].as_array().unwrap().len(), 7, "{v}");
+    assert_eq!(json_of(&file), original);
+    assert!(!env.path(".claude/commands").exists());
+}
+
+#[test]
+fn install_print_writes_nothing_and_scopes_pick_their_files() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let out = ok(&tb(
+        &env,
+        home.path(),
+        &["install", "claude-code", "--print"],
+    ));
+    let printed: Value = serde_json::from_str(&out).unwrap();
+    assert!(printed["hooks"]["PreToolUse"].is_array());
+    assert!(!env.path(".claude").exists());
+
+    ok(&tb(
+        &env,
+        home.path(),
+        &["install", "claude-code", "--project"],
+    ));
+    assert!(env.path(".claude/settings.json").is_file());
+    ok(&tb(
+        &env,
+        home.path(),
+        &["install", "claude-code", "--user"],
+    ));
+    assert!(home.path().join(".claude/settings.json").is_file());
+    assert!(
+        home.path()
+            .join(".claude/commands/turnback-undo.md")
+            .is_file()
+    );
+    ok(&tb(&env, home.path(), &["install", "gemini"]));
+    let g = json_of(&home.path().join(".gemini/settings.json"));
+    let cmd = g["hooks"]["BeforeTool"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(cmd, format!("{} hook gemini", exe()));
+    assert_eq!(
+        g["hooks"]["BeforeTool"][0]["matcher"],
+        "write_file|replace|run_shell_command"
+    );
+    ok(&tb(&env, home.path(), &["install", "gemini", "--project"]));
+    assert!(env.path(".gemini/settings.json").is_file());
+    ok(&tb(&env, home.path(), &["uninstall", "gemini"]));
+    assert_eq!(
+        json_of(&home.path().join(".gemini/settings.json")),
+        json!({})
+    );
+}
+
+#[test]
+fn a_settings_file_that_is_not_json_is_refused_untouched() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = env.path(".claude/settings.local.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "{ \"hooks\": ").unwrap();
+    for args in [
+        &["install", "claude-code"][..],
+        &["uninstall", "claude-code"][..],
+    ] {
+        let out = tb(&env, home.path(), args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
+        assert_eq!(read_text(&file), "{ \"hooks\": ");
+    }
+    // doctor says the agent ignores it.
+    let said = ok(&tb(&env, home.path(), &["doctor"]));
+    assert!(
+        said.contains("PROBLEM") && said.contains("ignores this file"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_slash_command_of_the_users_own_is_not_overwritten() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(env.path(".claude/commands")).unwrap();
+    std::fs::write(env.path(".claude/commands/turnback-undo.md"), "my own\n").unwrap();
+    let out = tb(&env, home.path(), &["install", "claude-code"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        read_text(env.path(".claude/commands/turnback-undo.md")),
+        "my own\n"
+    );
+    ok(&tb(&env, home.path(), &["uninstall", "claude-code"]));
+    assert_eq!(
+        read_text(env.path(".claude/commands/turnback-undo.md")),
+        "my own\n"
+    );
+}
+
+#[test]
+fn doctor_finds_the_hooks_a_missing_binary_and_the_last_hook_error() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let said = ok(&tb(&env, home.path(), &["doctor"]));
+    assert!(said.contains("protection: not installed"), "{said}");
+    ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    let said = ok(&tb(&env, home.path(), &["doctor"]));
+    assert!(
+        said.contains("7 hooks") && said.contains("protection: working"),
+        "{said}"
+    );
+    assert!(
+        said.contains("file locks hold") && said.contains("writable"),
+        "{said}"
+    );
+
+    // A hook that failed is kept for doctor.
+    let pre = json!({"session_id": "s", "cwd": "relative", "hook_event_name": "PreToolUse"});
+    let out = hook(&env, "claude-code", &pre);
+    assert!(system_message(&out).contains("cwd"));
+    let out = ok(&tb(&env, home.path(), &["doctor", "--json"]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["last_hook_error"]["agent"], "claude-code");
+    assert!(
+        v["last_hook_error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cwd")
+    );
+
+    // The binary the hooks name is gone.
+    let file = env.path(".claude/settings.local.json");
+    let text = read_text(&file).replace(&exe(), "/nonexistent/turnback");
+    std::fs::write(&file, text).unwrap();
+    let said = ok(&tb(&env, home.path(), &["doctor"]));
+    assert!(
+        said.contains("/nonexistent/turnback is not an executable file"),
+        "{said}"
+    );
+    assert!(said.contains("problem(s)"), "{said}");
+}
+
+/// The Codex binary `.ci/run` installs (or `TURNBACK_CODEX` names).
+pub fn codex_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TURNBACK_CODEX") {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    agent_cache()
+        .map(|d| d.join("codex-0.171.0/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"))
+        .filter(|p| p.is_file())
+}
+
+/// Where `.ci/run` installs the agents: `TURNBACK_AGENTS`, else
+/// `~/.cache/turnback-agents`.
+pub fn agent_cache() -> Option<PathBuf> {
+    std::env::var_os("TURNBACK_AGENTS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/turnback-agents"))
+        })
+}
+
+#[test]
+fn codex_install_records_trust_through_the_real_codex() {
+    let Some(codex) = codex_binary() else {
+        skip(
+            "install::codex_install_records_trust_through_the_real_codex",
+            "Codex 0.171.0 is not installed (.ci/run installs it with npm)",
+        );
+        return;
+    };
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut c = env.cmd(None);
+        c.args(args)
+            .env("HOME", home.path())
+            .env("CODEX_HOME", home.path().join(".codex"))
+            .env("TURNBACK_CODEX", &codex);
+        run_with_input(c, b"")
+    };
+    // Without Codex: installed, with a warning that trust is not recorded.
+    let out = tb(&env, home.path(), &["install", "codex"]);
+    assert!(ok(&out).contains("warning: Codex was not found"));
+    let said = ok(&run(&["install", "codex"]));
+    assert!(
+        said.contains("trusted in Codex:") && said.contains("pre_tool_use"),
+        "{said}"
+    );
+    let config = read_text(home.path().join(".codex/config.toml"));
+    assert!(config.contains("trusted_hash = \"sha256:"), "{config}");
+    let said = ok(&run(&["doctor"]));
+    assert!(said.contains("Codex trusts every one of them"), "{said}");
+    // A hook changed by hand is no longer trusted, and doctor says so.
+    let file = home.path().join(".codex/hooks.json");
+    let text = read_text(&file).replace("\"timeout\": 30", "\"timeout\": 31");
+    std::fs::write(&file, text).unwrap();
+    let said = ok(&run(&["doctor"]));
+    assert!(said.contains("Codex does not trust"), "{said}");
+    // Install again puts it right.
+    let said = ok(&run(&["install", "codex"]));
+    assert!(said.contains("updated PreToolUse hook"), "{said}");
+    assert!(ok(&run(&["doctor"])).contains("Codex trusts every one of them"));
+}
