@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod context;
 mod render;
+mod serve;
 mod sys;
 
 use std::process::ExitCode;

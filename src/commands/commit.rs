@@ -9,7 +9,7 @@ use crate::context::Context;
 #[command(after_help = "Example:\n  turnback commit 12")]
 pub(crate) struct CommitArgs {
     /// The entry number `turnback checkpoint` printed
-    id: u64,
+    pub(crate) id: u64,
 }
 
 pub(crate) fn run(ctx: &Context, args: &CommitArgs) -> Result<EntryReport, CliError> {

@@ -18,6 +18,7 @@ mod revert;
 mod rewind;
 mod rm;
 mod rollback;
+mod serve;
 mod sessions;
 mod turn;
 mod undo;
@@ -52,6 +53,7 @@ pub(crate) enum Command {
     Diff(diff::DiffArgs),
     Sessions(sessions::SessionsArgs),
     Prune(prune::PruneArgs),
+    Serve(serve::ServeArgs),
     Demo(demo::DemoArgs),
     Completions(completions::CompletionsArgs),
     Man(man::ManArgs),
@@ -67,14 +69,19 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::from(e.exit_code() as u8);
     }
+    Renderer::new(ColorChoice::Never, true).error(&clap_usage(&e));
+    ExitCode::from(turnback::errors::EXIT_USAGE)
+}
+
+/// The usage error of a command line clap rejected: its first line.
+pub(crate) fn clap_usage(e: &clap::Error) -> CliError {
     let rendered = e.render().to_string();
     let first = rendered.lines().next().unwrap_or_default();
     let message = first.strip_prefix("error: ").unwrap_or(first);
-    Renderer::new(ColorChoice::Never, true).error(&CliError::usage(
+    CliError::usage(
         message,
         "`turnback --help` lists the commands and their flags",
-    ));
-    ExitCode::from(turnback::errors::EXIT_USAGE)
+    )
 }
 
 /// Runs the command, writes its report (or its error) and says how the
@@ -111,10 +118,17 @@ fn dispatch(
         Command::Demo(args) => return demo::run(render.style(), args).map(boxed),
         Command::Completions(args) => return completions::run(args).map(boxed),
         Command::Man(args) => return man::run(args).map(boxed),
+        Command::Serve(args) => return serve::run(cli, args).map(boxed),
         _ => {}
     }
     let ctx = ctx.insert(Context::new(cli, render)?);
-    match &cli.command {
+    in_context(ctx, &cli.command)
+}
+
+/// Runs a command that needs the store, in `ctx` (a process's own, or one
+/// request's of `turnback serve`), and returns its report.
+pub(crate) fn in_context(ctx: &Context, command: &Command) -> Result<Box<dyn Report>, CliError> {
+    match command {
         Command::Write(args) => write::run(ctx, args).map(boxed),
         Command::Rm(args) => rm::run(ctx, args).map(boxed),
         Command::Mv(args) => mv::run(ctx, args).map(boxed),
@@ -130,7 +144,7 @@ fn dispatch(
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
-        Command::Demo(_) | Command::Completions(_) | Command::Man(_) => {
+        Command::Demo(_) | Command::Completions(_) | Command::Man(_) | Command::Serve(_) => {
             unreachable!("run above")
         }
     }
