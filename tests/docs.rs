@@ -411,6 +411,18 @@ const CONSOLE: &[Console] = &[
     },
     Console {
         file: JSON_MD,
+        block: "$ turnback turns --json",
+        session: AGENT,
+        setup: &[
+            FILES,
+            "turnback turn --prompt 'change the answer' --conversation-index 2",
+            WRITE,
+            "turnback turn --prompt 'explain the change'",
+        ],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
         block: "$ turnback mv notes.md docs/notes.md --message call-3 --json",
         session: AGENT,
         setup: &[NOTES],

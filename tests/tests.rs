@@ -48,3 +48,5 @@ mod git;
 mod docs;
 // `turnback serve --stdio` over pipes: requests, errors, held checkpoints, the docs' client.
 mod serve;
+// `turnback mcp`: a real MCP handshake and tool calls over a pipe, and the install line.
+mod mcp;

@@ -11,6 +11,7 @@ mod diff;
 mod error;
 mod log;
 mod man;
+mod mcp;
 mod mv;
 mod prune;
 mod redo;
@@ -21,6 +22,7 @@ mod rollback;
 mod serve;
 mod sessions;
 mod turn;
+mod turns;
 mod undo;
 mod write;
 
@@ -45,6 +47,7 @@ pub(crate) enum Command {
     Commit(commit::CommitArgs),
     Rollback(rollback::RollbackArgs),
     Turn(turn::TurnArgs),
+    Turns(turns::TurnsArgs),
     Undo(undo::UndoArgs),
     Revert(revert::RevertArgs),
     Rewind(rewind::RewindArgs),
@@ -54,6 +57,7 @@ pub(crate) enum Command {
     Sessions(sessions::SessionsArgs),
     Prune(prune::PruneArgs),
     Serve(serve::ServeArgs),
+    Mcp(mcp::McpArgs),
     Demo(demo::DemoArgs),
     Completions(completions::CompletionsArgs),
     Man(man::ManArgs),
@@ -119,6 +123,7 @@ fn dispatch(
         Command::Completions(args) => return completions::run(args).map(boxed),
         Command::Man(args) => return man::run(args).map(boxed),
         Command::Serve(args) => return serve::run(cli, args).map(boxed),
+        Command::Mcp(args) => return mcp::run(cli, args).map(boxed),
         _ => {}
     }
     let ctx = ctx.insert(Context::new(cli, render)?);
@@ -136,6 +141,7 @@ pub(crate) fn in_context(ctx: &Context, command: &Command) -> Result<Box<dyn Rep
         Command::Commit(args) => commit::run(ctx, args).map(boxed),
         Command::Rollback(args) => rollback::run(ctx, args),
         Command::Turn(args) => turn::run(ctx, args).map(boxed),
+        Command::Turns(args) => turns::run(ctx, args).map(boxed),
         Command::Undo(args) => undo::run(ctx, args).map(boxed),
         Command::Revert(args) => revert::run(ctx, args).map(boxed),
         Command::Rewind(args) => rewind::run(ctx, args),
@@ -144,7 +150,11 @@ pub(crate) fn in_context(ctx: &Context, command: &Command) -> Result<Box<dyn Rep
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
-        Command::Demo(_) | Command::Completions(_) | Command::Man(_) | Command::Serve(_) => {
+        Command::Demo(_)
+        | Command::Completions(_)
+        | Command::Man(_)
+        | Command::Serve(_)
+        | Command::Mcp(_) => {
             unreachable!("run above")
         }
     }

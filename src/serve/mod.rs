@@ -92,6 +92,15 @@ impl Server {
         }
     }
 
+    /// The response to a request given as a JSON value (the MCP server's
+    /// way in); a value that is not a request gets its error response.
+    pub(crate) fn respond_value(&self, request: &Value) -> Value {
+        match Request::parse(request.to_string().as_bytes(), 1) {
+            Ok(req) => self.respond(&req),
+            Err(bad) => error_response(&bad.id, &bad.error),
+        }
+    }
+
     /// Ends what the server holds: its held checkpoints are dropped.
     pub(crate) fn finish(&self) {
         self.held.release_all();
