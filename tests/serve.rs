@@ -604,3 +604,73 @@ fn the_python_client_of_integrations_md_runs() {
     let redo = cli_json(&env, "agent-1", &["redo", "--dry-run"]);
     assert_eq!(redo["files"][0]["path"], "notes.txt", "{redo}");
 }
+
+#[test]
+fn requests_sent_before_the_end_of_input_are_all_answered() {
+    let env = Env::new();
+    let mut s = Served::start(&env);
+    for i in 1..=3 {
+        s.send(
+            &json!({"id": i, "op": "write", "session": format!("S{}", i % 2),
+            "args": {"file": format!("f{i}.txt")}, "content": format!("{i}")}),
+        );
+    }
+    // The input ends at once; the server answers what it was given, then ends.
+    drop(s.stdin.take());
+    let mut ids: Vec<i64> = (0..3).map(|_| s.recv()["id"].as_i64().unwrap()).collect();
+    ids.sort();
+    assert_eq!(ids, [1, 2, 3]);
+    for i in 1..=3 {
+        assert_eq!(
+            read(env.path(&format!("f{i}.txt"))),
+            format!("{i}").as_bytes()
+        );
+    }
+    s.close();
+}
+
+#[test]
+fn a_server_killed_while_it_holds_a_checkpoint_leaves_the_lock_free() {
+    let env = Env::new();
+    let file = std::fs::canonicalize(env.ws.path()).unwrap().join("a.txt");
+    std::fs::write(&file, "old\n").unwrap();
+    let mut s = Served::start(&env);
+    s.ok(json!({"id": 1, "op": "checkpoint", "session": "A", "args": {"file": "a.txt"}}));
+    assert!(locked(env.home.path(), &file));
+    std::fs::write(&file, "half\n").unwrap();
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    assert!(
+        !locked(env.home.path(), &file),
+        "the kernel keeps a dead server's lock"
+    );
+    // The entry is open, as the checkpoint left it: rolled back by number.
+    let rb = cli_json(&env, "A", &["rollback", "1"]);
+    assert_eq!(rb["rolled_back"], 1);
+    assert_eq!(read(&file), b"old\n");
+}
+
+#[test]
+fn the_server_writes_no_note_on_stderr() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    // A store an older turnback left readable by others.
+    std::fs::set_permissions(env.home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut s = Served::start(&env);
+    s.ok(
+        json!({"id": 1, "op": "write", "session": "A", "args": {"file": "a.txt"}, "content": "a"}),
+    );
+    s.ok(json!({"id": 2, "op": "log", "session": "A"}));
+    // A person's command without a session: the command line says on stderr
+    // which session it used; the server does not.
+    let log = s.ok(json!({"id": 3, "op": "log"}));
+    assert_eq!(log["session"], "A");
+    let mode = std::fs::metadata(env.home.path())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o700);
+    // `close` checks that stderr stayed empty.
+    s.close();
+}
