@@ -674,3 +674,33 @@ fn the_server_writes_no_note_on_stderr() {
     // `close` checks that stderr stayed empty.
     s.close();
 }
+
+#[test]
+fn the_servers_own_session_and_workspace_are_the_requests_defaults() {
+    let env = Env::new();
+    let other = tempfile::tempdir().unwrap();
+    let ws = other.path().to_str().unwrap();
+    let mut s = Served::spawn(env.cmd(None).args([
+        "serve",
+        "--stdio",
+        "--session",
+        "D",
+        "--workspace",
+        ws,
+    ]));
+    let w = s.ok(json!({"id": 1, "op": "write", "args": {"file": other.path().join("x.txt").to_str().unwrap()}, "content": "x"}));
+    assert_eq!(w["session"], "D");
+    assert_eq!(w["entry"]["path"], "x.txt");
+    assert_eq!(read(other.path().join("x.txt")), b"x");
+    // A request's own session wins.
+    let y = other.path().join("y.txt");
+    let w = s.ok(json!({"id": 2, "op": "write", "session": "E",
+        "args": {"file": y.to_str().unwrap()}, "content": "y"}));
+    assert_eq!(w["session"], "E");
+    // FILE is relative to the server's directory, as on the command line:
+    // outside the server's workspace here.
+    let e = s.err(json!({"id": 3, "op": "write", "args": {"file": "z.txt"}, "content": "z"}));
+    assert_eq!(e["kind"], "outside-workspace");
+    assert!(!env.path("z.txt").exists());
+    s.close();
+}
