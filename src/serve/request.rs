@@ -113,7 +113,7 @@ impl Request {
     /// server's store home and JSON output, the request's session and
     /// workspace (else the server's), the command and its arguments.
     pub(crate) fn to_cli(&self, defaults: &Defaults) -> Result<Cli, CliError> {
-        let root = crate::cli::command();
+        let root = root();
         let op = self.op.as_str();
         let sub = root
             .find_subcommand(op)
@@ -138,11 +138,11 @@ impl Request {
             let name = key.replace('-', "_");
             let arg = sub
                 .get_arguments()
-                .find(|a| a.get_id() == name.as_str() && !a.is_global_set())
+                .find(|a| a.get_id() == name.as_str() && own(a))
                 .ok_or_else(|| {
                     let known: Vec<String> = sub
                         .get_arguments()
-                        .filter(|a| !a.is_global_set())
+                        .filter(|a| own(a))
                         .map(|a| a.get_id().to_string())
                         .collect();
                     CliError::usage(
@@ -198,8 +198,27 @@ impl Request {
             argv.push("--".into());
             argv.extend(positionals.into_iter().map(|(_, v)| v));
         }
-        <Cli as clap::Parser>::try_parse_from(argv).map_err(|e| crate::commands::clap_usage(&e))
+        let usage = |e: clap::Error| crate::commands::clap_usage(&e);
+        let matches = root.clone().try_get_matches_from(argv).map_err(usage)?;
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).map_err(usage)
     }
+}
+
+/// The command line's clap command, built once (building it is most of
+/// what parsing a command line costs): a request is parsed by a clone.
+fn root() -> &'static clap::Command {
+    static ROOT: std::sync::OnceLock<clap::Command> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let mut root = crate::cli::command();
+        root.build();
+        root
+    })
+}
+
+/// True for an argument a request may name: the command's own, not a
+/// global flag (the request's fields are those) nor `--help`.
+fn own(a: &clap::Arg) -> bool {
+    !a.is_global_set() && a.get_id() != "help"
 }
 
 /// What a request that names no session or workspace gets: the server's own
@@ -213,10 +232,10 @@ pub(crate) struct Defaults {
 
 /// The ops a request may name: `hello` and the commands of the command line.
 pub(crate) fn ops() -> Vec<String> {
-    let root = crate::cli::command();
     std::iter::once("hello".to_owned())
         .chain(
-            root.get_subcommands()
+            root()
+                .get_subcommands()
                 .map(|c| c.get_name().to_owned())
                 .filter(|c| !NOT_OVER_SERVE.contains(&c.as_str())),
         )
