@@ -14,7 +14,8 @@
 //! 2. checkpoint+commit as the session grows (indexes synthesized);
 //! 3. undo, `turnback revert FILE` across 20 sessions, rewind;
 //! 4. concurrent `turnback write` processes, one session and separate sessions;
-//! 5. against a shadow git repository snapshotted before each write;
+//! 5. against a shadow git repository snapshotted before each write (the
+//!    library, a `turnback write` process, a `turnback serve --stdio` request);
 //! 6. peak RSS of `turnback write` and `turnback undo` of a large file;
 //! 7. an agent's hook pair (`turnback hook claude-code`, Pre and Post of an
 //!    Edit) against two bare process starts, and with 200 sessions in the store.
@@ -787,6 +788,82 @@ struct Shadow {
     lib: Session,
     home: PathBuf,
     seed: u64,
+    /// A `turnback serve --stdio` on the same store, and its output.
+    serve: Option<Serve>,
+}
+
+/// A running `turnback serve --stdio`: requests in, response lines out.
+struct Serve {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Serve {
+    fn start(home: &Path, wsdir: &Path) -> Serve {
+        let mut child = Command::new(TB)
+            .args(["serve", "--stdio"])
+            .current_dir(wsdir)
+            .env("TURNBACK_HOME", home)
+            .env("TURNBACK_SESSION", "shadow-serve")
+            .env_remove("TURNBACK_WORKSPACE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start turnback serve");
+        Serve {
+            stdin: child.stdin.take().unwrap(),
+            stdout: std::io::BufReader::new(child.stdout.take().unwrap()),
+            child,
+            next: 0,
+        }
+    }
+
+    /// One `write` request of `bytes` (base64, as a client with bytes sends
+    /// them), answered.
+    fn write(&mut self, file: &str, bytes: &[u8]) {
+        use base64::Engine;
+        use std::io::BufRead;
+        self.next += 1;
+        let request = json!({
+            "id": self.next,
+            "op": "write",
+            "args": {"file": file, "message": "m"},
+            "content_base64": base64::engine::general_purpose::STANDARD.encode(bytes),
+        });
+        writeln!(self.stdin, "{request}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        assert!(
+            line.starts_with(&format!("{{\"id\":{},\"result\"", self.next)),
+            "{line}"
+        );
+    }
+}
+
+impl Serve {
+    /// A `hello` request answered: the protocol's own cost, no file touched.
+    fn hello(&mut self) -> Duration {
+        use std::io::BufRead;
+        self.next += 1;
+        let t = Instant::now();
+        writeln!(self.stdin, "{}", json!({"id": self.next, "op": "hello"})).unwrap();
+        self.stdin.flush().unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        let took = t.elapsed();
+        assert!(line.contains("\"protocol\""), "{line}");
+        took
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Shadow {
@@ -846,6 +923,17 @@ impl Shadow {
         t.elapsed()
     }
 
+    /// A write through the running `turnback serve --stdio`: the request
+    /// made, sent and answered.
+    fn serve_write(&mut self) -> Duration {
+        let buf = self.next();
+        let serve = self.serve.as_mut().expect("started");
+        sync();
+        let t = Instant::now();
+        serve.write("src/serve-target.txt", &buf);
+        t.elapsed()
+    }
+
     fn cli_write(&mut self) -> Duration {
         let buf = self.next();
         let mut c = Command::new(TB);
@@ -881,6 +969,7 @@ fn shadow_git(b: &mut Bench) {
         let store_home = dir.join(format!("home-{n}"));
         let ws = Workspace::open(&wsdir).unwrap();
         let lib = Store::new(&store_home).session("shadow-lib").unwrap();
+        let serve = Some(Serve::start(&store_home, &wsdir));
         let mut sh = Shadow {
             wsdir: wsdir.clone(),
             git_dir: dir.join(format!("shadow-{n}.git")),
@@ -888,8 +977,9 @@ fn shadow_git(b: &mut Bench) {
             lib,
             home: store_home,
             seed: 7_000_000 * n as u64,
+            serve,
         };
-        for f in ["git", "lib", "cli"] {
+        for f in ["git", "lib", "cli", "serve"] {
             fs::write(wsdir.join(format!("src/{f}-target.txt")), f).unwrap();
         }
         run_with_stdin(sh.git().args(["init", "-q"]), b"");
@@ -917,16 +1007,19 @@ fn shadow_git(b: &mut Bench) {
         sh.git_write();
         sh.lib_write();
         sh.cli_write();
+        sh.serve_write();
         if let Some(s) = small.as_mut() {
             s.lib_write();
             s.cli_write();
         }
         let (mut git, mut lib, mut cli, mut lib1k, mut cli1k) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut served = Vec::new();
         for _ in 0..runs {
             git.push(sh.git_write());
             lib.push(sh.lib_write());
             cli.push(sh.cli_write());
+            served.push(sh.serve_write());
             if let Some(s) = small.as_mut() {
                 lib1k.push(s.lib_write());
                 cli1k.push(s.cli_write());
@@ -938,10 +1031,11 @@ fn shadow_git(b: &mut Bench) {
             50_000 => Some(80.0),
             _ => None,
         };
-        let (lib, cli) = (median(lib), median(cli));
+        let (lib, cli, served) = (median(lib), median(cli), median(served));
         for (how, tb) in [
             ("library `Session::write`", lib),
             ("`turnback write` process", cli),
+            ("`turnback serve --stdio` request", served),
         ] {
             let faster = secs(git) / secs(tb);
             b.row(Row {
@@ -954,6 +1048,26 @@ fn shadow_git(b: &mut Bench) {
                 verdict: goal.map_or(Verdict::Info, |g| Verdict::of(faster >= g)),
             });
         }
+        if n == sizes[0] {
+            let serve = sh.serve.as_mut().expect("started");
+            let hello = median((0..runs).map(|_| serve.hello()).collect());
+            b.row(Row {
+                what: "`serve --stdio` round trip: a `hello` request, no file touched".into(),
+                param: format!("{runs} runs"),
+                tb: fmt_d(hello),
+                reference: "—".into(),
+                ratio: "—".into(),
+                goal: "—".into(),
+                verdict: Verdict::Info,
+            });
+        }
+        b.row(time_row(
+            "4 KiB write through `serve --stdio` (request to response) vs the library call",
+            &format!("{} files, {runs} runs", thousands(n)),
+            served,
+            ("`Session::write`", lib),
+            Some(1.2),
+        ));
         if small.is_some() {
             for (how, tb, reference) in [
                 ("library", lib, median(lib1k)),

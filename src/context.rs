@@ -1,6 +1,8 @@
 //! Turns global flags into the store, session and workspace a command works on.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use turnback::errors::Kind;
 use turnback_store::{ChoiceReason, ErrorKind, Session, SessionChoice, Store, Workspace};
@@ -21,7 +23,14 @@ pub(crate) struct Context {
     quiet: bool,
     /// `--quiet`: no "using session" note.
     no_session_note: bool,
+    /// The agent sessions a long-lived `turnback serve` keeps open between
+    /// requests (so that a write does not open its session again); `None`
+    /// in a process that runs one command.
+    open: Option<OpenSessions>,
 }
+
+/// Agent sessions kept open by id, shared by the requests of one server.
+pub(crate) type OpenSessions = Arc<Mutex<HashMap<String, Session>>>;
 
 impl Context {
     pub(crate) fn new(cli: &Cli, render: Renderer) -> Result<Context, CliError> {
@@ -39,7 +48,30 @@ impl Context {
             session: cli.session.clone(),
             quiet: cli.json,
             no_session_note: cli.json || cli.quiet,
+            open: None,
         })
+    }
+
+    /// The context of one request of `turnback serve`: the server's store,
+    /// current directory and open sessions, the request's session and
+    /// workspace (in `cli`). Quiet: the server's stderr carries no notes.
+    pub(crate) fn serving(
+        cli: &Cli,
+        render: Renderer,
+        store: Store,
+        cwd: PathBuf,
+        open: OpenSessions,
+    ) -> Context {
+        Context {
+            store,
+            render,
+            cwd,
+            workspace: cli.workspace.clone(),
+            session: cli.session.clone(),
+            quiet: true,
+            no_session_note: true,
+            open: Some(open),
+        }
     }
 
     /// Tells the person something on stderr (not with `--json`).
@@ -115,7 +147,19 @@ impl Context {
                 "pass --session ID or set TURNBACK_SESSION (an agent uses its conversation id)",
             )
         })?;
-        Ok(self.confine(self.store.session(id)?))
+        let Some(open) = &self.open else {
+            return Ok(self.confine(self.store.session(id)?));
+        };
+        let mut open = open.lock().unwrap_or_else(|p| p.into_inner());
+        let session = match open.get(id) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.store.session(id)?;
+                open.insert(id.to_owned(), s.clone());
+                s
+            }
+        };
+        Ok(self.confine(session))
     }
 
     /// The session a person means: the named one, else the one with the

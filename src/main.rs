@@ -9,6 +9,7 @@ mod install;
 mod naming;
 mod pager;
 mod render;
+mod serve;
 mod sys;
 
 use std::process::ExitCode;

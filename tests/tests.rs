@@ -58,3 +58,7 @@ mod claude_session;
 mod model_server;
 // The real Claude Code, Codex and Gemini CLI through their hooks, then a rewind from another process.
 mod real_agents;
+// `turnback serve --stdio` over pipes: requests, errors, held checkpoints, the docs' client.
+mod serve;
+// `turnback mcp`: a real MCP handshake and tool calls over a pipe, and the install line.
+mod mcp;

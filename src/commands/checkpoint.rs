@@ -4,7 +4,7 @@
 use serde_json::Value;
 use turnback::json;
 use turnback::output::Out;
-use turnback_store::Entry;
+use turnback_store::{Entry, Session};
 
 use crate::commands::CliError;
 use crate::commands::common::FileArgs;
@@ -51,6 +51,11 @@ pub(crate) fn run(ctx: &Context, args: &CheckpointArgs) -> Result<Checkpointed, 
     let seq = cp.seq();
     // The lock is released as this process ends; commit and rollback take it again.
     drop(cp);
+    checkpointed(&session, seq)
+}
+
+/// The report of checkpoint `seq` of `session`, its entry read back.
+pub(crate) fn checkpointed(session: &Session, seq: u64) -> Result<Checkpointed, CliError> {
     let entry = session.entries()?.into_iter().find(|e| e.seq == seq);
     Ok(Checkpointed {
         session: session.id().to_owned(),

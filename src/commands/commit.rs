@@ -10,7 +10,7 @@ use crate::context::Context;
 pub(crate) struct CommitArgs {
     /// The entry number `turnback checkpoint` printed (`N` or `#N`)
     #[arg(value_parser = crate::naming::entry_number)]
-    id: u64,
+    pub(crate) id: u64,
 }
 
 pub(crate) fn run(ctx: &Context, args: &CommitArgs) -> Result<EntryReport, CliError> {

@@ -14,6 +14,7 @@ mod hook;
 mod install;
 mod log;
 mod man;
+mod mcp;
 mod mv;
 mod prune;
 mod redo;
@@ -21,6 +22,7 @@ mod revert;
 mod rewind;
 mod rm;
 mod rollback;
+mod serve;
 mod sessions;
 mod show;
 mod status;
@@ -63,6 +65,8 @@ pub(crate) enum Command {
     Show(show::ShowArgs),
     Sessions(sessions::SessionsArgs),
     Prune(prune::PruneArgs),
+    Serve(serve::ServeArgs),
+    Mcp(mcp::McpArgs),
     Demo(demo::DemoArgs),
     Completions(completions::CompletionsArgs),
     Man(man::ManArgs),
@@ -82,14 +86,19 @@ pub(crate) fn usage_error(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::from(e.exit_code() as u8);
     }
+    Renderer::new(ColorChoice::Never, true).error(&clap_usage(&e));
+    ExitCode::from(turnback::errors::EXIT_USAGE)
+}
+
+/// The usage error of a command line clap rejected: its first line.
+pub(crate) fn clap_usage(e: &clap::Error) -> CliError {
     let rendered = e.render().to_string();
     let first = rendered.lines().next().unwrap_or_default();
     let message = first.strip_prefix("error: ").unwrap_or(first);
-    Renderer::new(ColorChoice::Never, true).error(&CliError::usage(
+    CliError::usage(
         message,
         "`turnback --help` lists the commands and their flags",
-    ));
-    ExitCode::from(turnback::errors::EXIT_USAGE)
+    )
 }
 
 /// Runs the command, writes its report (or its error) and says how the
@@ -137,10 +146,18 @@ fn dispatch(
         Command::Install(args) => return install::install(cli, args).map(boxed),
         Command::Uninstall(args) => return install::uninstall(cli, args).map(boxed),
         Command::Doctor(args) => return doctor::run(cli, args).map(boxed),
+        Command::Serve(args) => return serve::run(cli, args).map(boxed),
+        Command::Mcp(args) => return mcp::run(cli, args).map(boxed),
         _ => {}
     }
     let ctx = ctx.insert(Context::new(cli, render)?);
-    match &cli.command {
+    in_context(ctx, &cli.command)
+}
+
+/// Runs a command that needs the store, in `ctx` (a process's own, or one
+/// request's of `turnback serve`), and returns its report.
+pub(crate) fn in_context(ctx: &Context, command: &Command) -> Result<Box<dyn Report>, CliError> {
+    match command {
         Command::Write(args) => write::run(ctx, args).map(boxed),
         Command::Rm(args) => rm::run(ctx, args).map(boxed),
         Command::Mv(args) => mv::run(ctx, args).map(boxed),
@@ -165,7 +182,9 @@ fn dispatch(
         | Command::Hook(_)
         | Command::Install(_)
         | Command::Uninstall(_)
-        | Command::Doctor(_) => {
+        | Command::Doctor(_)
+        | Command::Serve(_)
+        | Command::Mcp(_) => {
             unreachable!("run above")
         }
     }

@@ -19,17 +19,17 @@ use crate::render::Report;
 pub(crate) struct RollbackArgs {
     /// The entry number `turnback checkpoint` printed (`N` or `#N`)
     #[arg(value_parser = crate::naming::entry_number)]
-    id: u64,
+    pub(crate) id: u64,
     #[command(flatten)]
-    flags: RevertFlags,
+    pub(crate) flags: RevertFlags,
 }
 
 /// A rollback done: the entry's line, or `{"session", "rolled_back", "path"}`.
 pub(crate) struct RolledBack {
-    session: String,
-    id: u64,
+    pub(crate) session: String,
+    pub(crate) id: u64,
     /// The entry as it was before the rollback dropped it.
-    entry: Option<Entry>,
+    pub(crate) entry: Option<Entry>,
 }
 
 impl Report for RolledBack {

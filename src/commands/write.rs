@@ -42,6 +42,16 @@ pub(crate) fn run(ctx: &Context, w: &WriteArgs) -> Result<EntryReport, CliError>
     if let Some(problem) = sys::stdin_problem() {
         return Err(stdin_error(problem, &w.file.file));
     }
+    write_from(ctx, w, std::io::stdin().lock())
+}
+
+/// `write` with its new contents read from `contents` (standard input, or
+/// the request's `content` in `turnback serve`).
+pub(crate) fn write_from(
+    ctx: &Context,
+    w: &WriteArgs,
+    contents: impl std::io::Read,
+) -> Result<EntryReport, CliError> {
     let args = &w.file;
     let session = ctx.agent_session()?;
     let ws = ctx.workspace()?;
@@ -52,7 +62,7 @@ pub(crate) fn run(ctx: &Context, w: &WriteArgs) -> Result<EntryReport, CliError>
     let e = session.write_expecting(
         &ws,
         ctx.user_path(&args.file),
-        std::io::stdin().lock(),
+        contents,
         &args.message,
         &expected,
     )?;

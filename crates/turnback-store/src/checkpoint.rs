@@ -73,6 +73,18 @@ impl<'a> Checkpoint<'a> {
         self.session
             .rollback_locked(self.workspace, &self.rel, self.seq)
     }
+
+    /// What [`Checkpoint::rollback`] would do, changing nothing and keeping the
+    /// lock: the preview of a rollback for a caller that holds the checkpoint
+    /// ([`Session::rollback_with`] would wait for the lock this holds).
+    pub fn rollback_preview(&self) -> Result<RevertReport> {
+        let held = BTreeSet::from([self.absolute_path()]);
+        let opts = RevertOptions {
+            force: false,
+            dry_run: true,
+        };
+        revert::rollback(self.session, self.seq, opts, &held)
+    }
 }
 
 impl Session {
@@ -201,5 +213,33 @@ mod tests {
             other.rollback(seq),
             Err(Error::NoSuchEntry { .. })
         ));
+    }
+
+    #[test]
+    fn a_held_checkpoint_previews_its_rollback_and_keeps_its_lock() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let quick = crate::store::Options {
+            file_lock_timeout: std::time::Duration::from_millis(50),
+            ..Default::default()
+        };
+        let store = Store::new(home.path()).with_options(quick);
+        let ws = Workspace::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a"), "old").unwrap();
+        let s = store.session("s").unwrap();
+        let cp = s.checkpoint(&ws, "a", "m").unwrap();
+        std::fs::write(dir.path().join("a"), "half").unwrap();
+        let preview = cp.rollback_preview().unwrap();
+        assert!(!preview.applied);
+        assert_eq!(preview.files.len(), 1);
+        assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"half");
+        // Still held: another handle's rollback by number waits and gives up.
+        let other = store.open_session("s").unwrap();
+        assert!(matches!(
+            other.rollback(cp.seq()),
+            Err(Error::FileBusy { .. })
+        ));
+        cp.rollback().unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"old");
     }
 }
