@@ -759,3 +759,72 @@ fn a_hook_run_through_a_shell_marks_the_agent_not_the_shell() {
     let mark = s.mark_of(&file).expect("the open checkpoint's mark");
     assert_eq!(mark.pid, std::process::id());
 }
+
+#[test]
+fn parallel_subagents_do_not_settle_each_others_open_edits() {
+    // Claude Code runs Task subagents side by side in one session (their
+    // events carry `agent_id`): one's hook must not settle the other's
+    // checkpoint while its edit is still to come.
+    let env = Env::new();
+    for f in ["one.txt", "two.txt", "three.txt"] {
+        std::fs::write(env.path(f), "old\n").unwrap();
+    }
+    let call = |event: &str, agent: &str, id: &str, file: &str| {
+        let p = with(
+            claude(&env, "PreToolUse-Edit"),
+            "/hook_event_name",
+            event.into(),
+        );
+        let p = with(p, "/agent_id", agent.into());
+        let p = with(p, "/agent_type", "general-purpose".into());
+        let p = with(p, "/tool_use_id", id.into());
+        with(
+            p,
+            "/tool_input/file_path",
+            env.path(file).to_str().unwrap().into(),
+        )
+    };
+    quiet_hook(
+        &env,
+        "claude-code",
+        &call("PreToolUse", "agent-1", "t1", "one.txt"),
+    );
+    quiet_hook(
+        &env,
+        "claude-code",
+        &call("PreToolUse", "agent-2", "t2", "two.txt"),
+    );
+    std::fs::write(env.path("one.txt"), "new one\n").unwrap();
+    quiet_hook(
+        &env,
+        "claude-code",
+        &call("PostToolUse", "agent-1", "t1", "one.txt"),
+    );
+    // agent-2's edit has not happened yet: its checkpoint is still open.
+    assert_eq!(open_entries(&env, CLAUDE_SESSION), ["two.txt"]);
+    std::fs::write(env.path("two.txt"), "new two\n").unwrap();
+    quiet_hook(
+        &env,
+        "claude-code",
+        &call("PostToolUse", "agent-2", "t2", "two.txt"),
+    );
+    let got = all_entries(&env, CLAUDE_SESSION);
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|e| e.2), "{got:?}");
+    // A subagent's call that never got its After is settled when the main
+    // agent stops.
+    quiet_hook(
+        &env,
+        "claude-code",
+        &call("PreToolUse", "agent-3", "t3", "three.txt"),
+    );
+    quiet_hook(
+        &env,
+        "claude-code",
+        &call("PreToolUse", "agent-1", "t4", "one.txt"),
+    );
+    assert_eq!(open_entries(&env, CLAUDE_SESSION), ["three.txt", "one.txt"]);
+    quiet_hook(&env, "claude-code", &claude(&env, "Stop"));
+    assert!(open_entries(&env, CLAUDE_SESSION).is_empty());
+    assert_eq!(all_entries(&env, CLAUDE_SESSION).len(), 2);
+}

@@ -310,3 +310,34 @@ fn codex_install_records_trust_through_the_real_codex() {
     assert!(said.contains("updated PreToolUse hook"), "{said}");
     assert!(ok(&run(&["doctor"])).contains("Codex trusts every one of them"));
 }
+
+#[test]
+fn doctor_says_when_a_setting_turns_the_hooks_off() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    ok(&tb(&env, home.path(), &["install", "gemini"]));
+    assert!(ok(&tb(&env, home.path(), &["doctor"])).contains("protection: working"));
+    let edit = |file: &Path, key: &str, value: Value| {
+        let mut v = json_of(file);
+        v[key] = value;
+        std::fs::write(file, v.to_string()).unwrap();
+    };
+    edit(
+        &env.path(".claude/settings.local.json"),
+        "disableAllHooks",
+        json!(true),
+    );
+    edit(
+        &home.path().join(".gemini/settings.json"),
+        "hooksConfig",
+        json!({"disabled": ["turnback"]}),
+    );
+    let said = ok(&tb(&env, home.path(), &["doctor"]));
+    assert!(said.contains("`disableAllHooks` is true here"), "{said}");
+    assert!(
+        said.contains("`hooksConfig.disabled` names turnback"),
+        "{said}"
+    );
+    assert!(said.contains("protection: 2 problem(s)"), "{said}");
+}

@@ -39,12 +39,20 @@ pub struct ModelServer {
 }
 
 impl ModelServer {
-    pub fn start(api: Api) -> ModelServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
+    /// A server on 127.0.0.1, in the network namespace `netns` names (a
+    /// `/proc/<pid>/ns/net`) when given: its thread moves there before it
+    /// binds, and every thread it starts is there too.
+    pub fn start(api: Api, netns: Option<&std::path::Path>) -> ModelServer {
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let s = script.clone();
+        let netns = netns.map(|p| p.to_owned());
+        let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
+            if let Some(ns) = netns {
+                enter_netns(&ns);
+            }
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            tx.send(listener.local_addr().unwrap().port()).unwrap();
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let s = s.clone();
@@ -53,6 +61,7 @@ impl ModelServer {
                 });
             }
         });
+        let port = rx.recv().unwrap();
         ModelServer { port, script }
     }
 
@@ -65,6 +74,23 @@ impl ModelServer {
     pub fn left(&self) -> usize {
         self.script.lock().unwrap().len()
     }
+}
+
+/// Moves this thread into the network namespace at `ns`.
+#[cfg(target_os = "linux")]
+fn enter_netns(ns: &std::path::Path) {
+    use std::os::fd::AsFd;
+    let f = std::fs::File::open(ns).unwrap();
+    rustix::thread::move_into_link_name_space(
+        f.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .unwrap_or_else(|e| panic!("setns {}: {e}", ns.display()));
+}
+
+#[cfg(not(target_os = "linux"))]
+fn enter_netns(_ns: &std::path::Path) {
+    unreachable!("network namespaces are Linux's")
 }
 
 fn serve(mut stream: TcpStream, api: Api, script: &Mutex<VecDeque<Reply>>) -> std::io::Result<()> {

@@ -5,9 +5,12 @@
 //! the pinned versions with npm into `~/.cache/turnback-agents`
 //! (`TURNBACK_AGENTS`); a test whose agent is not there says it skipped.
 //!
-//! The agents reach only 127.0.0.1: the model's address is the scripted
-//! server's, their telemetry and updates are off, and any proxy-aware
-//! request elsewhere goes to a closed local port.
+//! The agents reach only 127.0.0.1: as root (CI) each test makes a network
+//! namespace of its own (`unshare -n`, loopback only), the scripted model's
+//! thread moves into it (setns) and the agent runs in it (`nsenter`); without
+//! that, the model's address is still the scripted server's, telemetry and
+//! updates are off, and any proxy-aware request elsewhere goes to a closed
+//! local port.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -50,6 +53,85 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// A network namespace with only a loopback interface, held open by a
+/// sleeping `unshare -n` process (killed on drop); `None` where one cannot be
+/// made (not root, no `unshare`, `nsenter` or `ip`).
+pub struct Netns {
+    holder: std::process::Child,
+    pub path: PathBuf,
+}
+
+impl Netns {
+    pub fn new() -> Option<Netns> {
+        if !cfg!(target_os = "linux") || !rustix::process::geteuid().is_root() {
+            return None;
+        }
+        let mut holder = Command::new("unshare")
+            .args(["-n", "sleep", "600"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        // Wait until the child is in its namespace (unshare execs sleep).
+        let path = PathBuf::from(format!("/proc/{}/ns/net", holder.id()));
+        let mine = std::fs::read_link("/proc/self/ns/net").ok()?;
+        let start = Instant::now();
+        while std::fs::read_link(&path).ok().is_none_or(|l| l == mine) {
+            if start.elapsed() > Duration::from_secs(5) {
+                let _ = holder.kill();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let up = Command::new("nsenter")
+            .arg(format!("--net={}", path.display()))
+            .args(["ip", "link", "set", "lo", "up"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !up {
+            let _ = holder.kill();
+            let _ = holder.wait();
+            return None;
+        }
+        Some(Netns { holder, path })
+    }
+
+    /// `program` run inside the namespace.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net={}", self.path.display()))
+            .arg("--")
+            .arg(program);
+        c
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
+/// `program`, in `netns` when there is one.
+fn agent_command(netns: &Option<Netns>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match netns {
+        Some(ns) => ns.command(program),
+        None => Command::new(program),
+    }
+}
+
+/// The namespace for a test, and whether it said so.
+fn isolated() -> Option<Netns> {
+    let ns = Netns::new();
+    match &ns {
+        Some(ns) => println!("network: a namespace of its own ({})", ns.path.display()),
+        None => println!("network: the machine's (not root, or no unshare/nsenter/ip)"),
+    }
+    ns
+}
+
 /// What keeps an agent on loopback and quiet, with a private home.
 fn offline(cmd: &mut Command, home: &Path, tmp: &Path) {
     cmd.env("HOME", home)
@@ -62,6 +144,7 @@ fn offline(cmd: &mut Command, home: &Path, tmp: &Path) {
 }
 
 struct ClaudeRun<'a> {
+    netns: &'a Option<Netns>,
     claude: &'a Path,
     env: &'a Env,
     home: &'a Path,
@@ -74,7 +157,7 @@ impl ClaudeRun<'_> {
     fn turn(&self, prompt: &str, session: Option<&str>, replies: Vec<Reply>) -> Value {
         let n = replies.len();
         self.server.push(replies);
-        let mut c = Command::new(self.claude);
+        let mut c = agent_command(self.netns, self.claude);
         c.current_dir(self.env.ws.path())
             .args(["-p", prompt, "--output-format", "json"])
             .args(["--permission-mode", "acceptEdits"])
@@ -136,8 +219,10 @@ fn real_claude_code_edits_are_protected_and_rewound_from_another_process() {
     c.args(["install", "claude-code"]).env("HOME", home.path());
     run_ok(c, b"", "install claude-code");
     let start = crate::util::tree_digest(env.ws.path());
-    let server = ModelServer::start(Api::Anthropic);
+    let netns = isolated();
+    let server = ModelServer::start(Api::Anthropic, netns.as_ref().map(|n| n.path.as_path()));
     let run = ClaudeRun {
+        netns: &netns,
         claude: &claude,
         env: &env,
         home: home.path(),
@@ -284,6 +369,7 @@ fn codex() -> Option<PathBuf> {
 }
 
 struct CodexRun<'a> {
+    netns: &'a Option<Netns>,
     codex: &'a Path,
     env: &'a Env,
     home: &'a Path,
@@ -293,7 +379,7 @@ struct CodexRun<'a> {
 
 impl CodexRun<'_> {
     fn command(&self) -> Command {
-        let mut c = Command::new(self.codex);
+        let mut c = agent_command(self.netns, self.codex);
         c.current_dir(self.env.ws.path());
         offline(&mut c, self.home, self.tmp);
         c.env("CODEX_HOME", self.home.join(".codex"))
@@ -353,7 +439,8 @@ fn real_codex_patches_are_protected_and_rewound_from_another_process() {
     let env = Env::new();
     let home = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(Api::Responses);
+    let netns = isolated();
+    let server = ModelServer::start(Api::Responses, netns.as_ref().map(|n| n.path.as_path()));
     std::fs::create_dir_all(home.path().join(".codex")).unwrap();
     std::fs::write(
         home.path().join(".codex/config.toml"),
@@ -377,6 +464,7 @@ fn real_codex_patches_are_protected_and_rewound_from_another_process() {
     );
     let start = crate::util::tree_digest(env.ws.path());
     let run = CodexRun {
+        netns: &netns,
         codex: &codex,
         env: &env,
         home: home.path(),
@@ -498,7 +586,8 @@ fn real_gemini_cli_edits_are_protected_and_rewound_from_another_process() {
     let env = Env::new();
     let home = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(Api::Gemini);
+    let netns = isolated();
+    let server = ModelServer::start(Api::Gemini, netns.as_ref().map(|n| n.path.as_path()));
     std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
     std::fs::write(
         home.path().join(".gemini/settings.json"),
@@ -518,7 +607,7 @@ fn real_gemini_cli_edits_are_protected_and_rewound_from_another_process() {
     let turn = |prompt: &str, resume: bool, replies: Vec<Reply>| {
         let n = replies.len();
         server.push(replies);
-        let mut c = Command::new("node");
+        let mut c = agent_command(&netns, "node");
         c.arg(&bundle).current_dir(env.ws.path());
         c.args(["-p", prompt, "--yolo", "--skip-trust"]);
         if resume {

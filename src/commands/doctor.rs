@@ -191,6 +191,7 @@ fn check_file(agent: Agent, file: &Path, ws: &Path) -> Option<Found> {
             f.binaries.push(p);
         }
     }
+    f.problems.extend(switched_off(agent, &s));
     for b in &f.binaries {
         if !is_executable(b) {
             f.problems.push(format!(
@@ -229,6 +230,36 @@ fn check_file(agent: Agent, file: &Path, ws: &Path) -> Option<Found> {
         }
     }
     Some(f)
+}
+
+/// A setting in the same file that turns the hooks off, without a word from
+/// the agent: Claude Code's `disableAllHooks`, Gemini CLI's
+/// `hooksConfig.enabled: false` or `hooksConfig.disabled` naming turnback.
+fn switched_off(agent: Agent, s: &serde_json::Map<String, Value>) -> Vec<String> {
+    let mut problems = Vec::new();
+    match agent {
+        Agent::ClaudeCode if s.get("disableAllHooks") == Some(&Value::Bool(true)) => {
+            problems.push("`disableAllHooks` is true here: Claude Code runs no hook".into());
+        }
+        Agent::Gemini => {
+            let config = s.get("hooksConfig");
+            if config.and_then(|c| c.get("enabled")) == Some(&Value::Bool(false)) {
+                problems
+                    .push("`hooksConfig.enabled` is false here: Gemini CLI runs no hook".into());
+            }
+            let disabled = config
+                .and_then(|c| c.get("disabled"))
+                .and_then(Value::as_array)
+                .is_some_and(|d| d.iter().any(|n| n == "turnback"));
+            if disabled {
+                problems.push(
+                    "`hooksConfig.disabled` names turnback: Gemini CLI skips its hooks".into(),
+                );
+            }
+        }
+        _ => {}
+    }
+    problems
 }
 
 fn is_executable(p: &Path) -> bool {

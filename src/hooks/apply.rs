@@ -82,8 +82,22 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
         }
     };
     let (own, others) = split_own(open, mine);
+    // Only what cannot be running beside this event is settled: at a
+    // prompt, a stop or an end of the main agent, everything; at a tool
+    // call, what the same agent (or subagent) left open, since each runs
+    // its tools one at a time while subagents run beside each other.
+    let everything =
+        ev.context.is_none() && matches!(ev.kind, EventKind::Prompt { .. } | EventKind::Other);
     for e in &others {
-        settle(&session, &ws, e, &mut out);
+        // An entry without its mark yet (its checkpoint is still being
+        // taken) or any more waits for a moment when nothing runs.
+        let free = match context_of(&session, e) {
+            Some(context) => everything || context == ev.context,
+            None => everything,
+        };
+        if free {
+            settle(&session, &ws, e, &mut out);
+        }
     }
     match &ev.kind {
         EventKind::Prompt { prompt } => {
@@ -95,15 +109,7 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
             Tool::Files(paths) => {
                 let message = message_id(&session, call);
                 for p in paths {
-                    checkpoint(
-                        &session,
-                        &ws,
-                        &ev.workspace,
-                        p,
-                        &message,
-                        writer_pid,
-                        &mut out,
-                    );
+                    checkpoint(&session, &ws, ev, p, &message, writer_pid, &mut out);
                 }
             }
             Tool::Shell { command } => {
@@ -136,6 +142,15 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
         EventKind::Other => {}
     }
     out
+}
+
+/// The agent part that took the open entry `e` (`Some(None)`: the main
+/// agent), as its mark says; `None` when it has no mark of its own.
+fn context_of(session: &Session, e: &Entry) -> Option<Option<String>> {
+    session
+        .mark_of(&e.absolute_path())
+        .filter(|m| m.session == session.id() && m.seq == e.seq)
+        .map(|m| m.context)
 }
 
 /// The open entries that are this call's (for an After or a failure), and
@@ -184,12 +199,13 @@ fn message_id(session: &Session, call: &ToolCall) -> String {
 fn checkpoint(
     session: &Session,
     ws: &Workspace,
-    given_root: &Path,
+    ev: &HookEvent,
     path: &Path,
     message: &str,
     writer_pid: u32,
     out: &mut Outcome,
 ) {
+    let given_root = &ev.workspace;
     let shown = shown(ws, path);
     if !lexically_under(path, ws.root()) && !lexically_under(path, given_root) {
         out.say(format!(
@@ -198,7 +214,7 @@ fn checkpoint(
         ));
         return;
     }
-    match session.checkpoint_marked(ws, path, message, writer_pid) {
+    match session.checkpoint_marked(ws, path, message, writer_pid, ev.context.as_deref()) {
         Ok(_) => {}
         Err(e) if e.kind() == ErrorKind::OutsideWorkspace => out.say(format!(
             "{shown} leads outside the workspace {}: left alone, NOT backed up",

@@ -38,6 +38,7 @@ pub(crate) fn parse(p: &Payload) -> Result<HookEvent, BadEvent> {
         session,
         workspace,
         name,
+        context: p.opt_str("agent_id")?.map(str::to_owned),
         kind,
     })
 }

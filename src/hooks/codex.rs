@@ -30,6 +30,7 @@ pub(crate) fn parse(p: &Payload) -> Result<HookEvent, BadEvent> {
         session,
         workspace: cwd,
         name,
+        context: p.opt_str("agent_id")?.map(str::to_owned),
         kind,
     })
 }

@@ -31,6 +31,9 @@ pub(crate) struct HookEvent {
     pub workspace: PathBuf,
     /// The agent's own name of the event (for messages).
     pub name: String,
+    /// The subagent the event is from (`agent_id`), `None` for the main
+    /// agent: subagents run beside each other, each its tools one at a time.
+    pub context: Option<String>,
     pub kind: EventKind,
 }
 

@@ -37,6 +37,7 @@ pub(crate) fn parse(p: &Payload) -> Result<HookEvent, BadEvent> {
         session,
         workspace,
         name,
+        context: None,
         kind,
     })
 }

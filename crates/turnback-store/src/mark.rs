@@ -52,6 +52,11 @@ pub struct Mark {
     /// from a later process given the same pid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_start: Option<u64>,
+    /// Which part of the agent makes the write (a subagent's id), for a
+    /// caller that settles one part's open checkpoints and not another's
+    /// still running beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 /// What settling an open checkpoint did ([`Session::settle_marked`]).
@@ -65,12 +70,13 @@ pub enum Settled {
 
 impl Mark {
     /// A mark for entry `seq` of `session`, written by process `pid`.
-    fn new(session: &str, seq: u64, pid: u32) -> Mark {
+    fn new(session: &str, seq: u64, pid: u32, context: Option<&str>) -> Mark {
         Mark {
             session: session.to_owned(),
             seq,
             pid,
             pid_start: crate::sys::process_start(pid),
+            context: context.map(str::to_owned),
         }
     }
 
@@ -113,9 +119,10 @@ impl Session {
     }
 
     /// Takes a checkpoint of `path` for a write that process `writer_pid`
-    /// will make, and a later process will commit ([`Session::commit_marked`])
-    /// or settle ([`Session::settle_marked`]): backs the file up (or records
-    /// its absence) and marks the file as being written. Waits, bounded by
+    /// (the part of it named `context`, if any) will make, and a later
+    /// process will commit ([`Session::commit_marked`]) or settle
+    /// ([`Session::settle_marked`]): backs the file up (or records its
+    /// absence) and marks the file as being written. Waits, bounded by
     /// the file lock timeout, for another session's mark on the file to go
     /// ([`Error::FileBusy`] naming it if it does not).
     pub fn checkpoint_marked(
@@ -124,6 +131,7 @@ impl Session {
         path: impl AsRef<Path>,
         message_id: &str,
         writer_pid: u32,
+        context: Option<&str>,
     ) -> Result<Entry> {
         let rel = workspace.resolve_rel(path)?;
         let file = rel.under(workspace.root());
@@ -154,7 +162,7 @@ impl Session {
                 _ => {}
             }
             let entry = self.checkpoint_entry(workspace, &rel, message_id)?;
-            let mark = Mark::new(self.id(), entry.seq, writer_pid);
+            let mark = Mark::new(self.id(), entry.seq, writer_pid, context);
             write_mark(&mark_path, &mark)
                 .map_err(Error::io("write the being-written mark", &mark_path))?;
             drop(lock);
@@ -278,7 +286,7 @@ mod tests {
         std::fs::write(dir.path().join("a"), "old").unwrap();
         let s = store.session("s").unwrap();
         let e = s
-            .checkpoint_marked(&ws, "a", "m", std::process::id())
+            .checkpoint_marked(&ws, "a", "m", std::process::id(), None)
             .unwrap();
         let file = ws.root().join("a");
         assert_eq!(s.mark_of(&file).unwrap().seq, e.seq);
@@ -294,8 +302,8 @@ mod tests {
         let (_h, dir, store, ws) = setup();
         std::fs::write(dir.path().join("a"), "old").unwrap();
         let s = store.session("s").unwrap();
-        let a = s.checkpoint_marked(&ws, "a", "m1", 1).unwrap();
-        let b = s.checkpoint_marked(&ws, "b", "m2", 1).unwrap();
+        let a = s.checkpoint_marked(&ws, "a", "m1", 1, None).unwrap();
+        let b = s.checkpoint_marked(&ws, "b", "m2", 1, None).unwrap();
         std::fs::write(dir.path().join("b"), "made").unwrap();
         assert!(matches!(
             s.settle_marked(a.seq).unwrap(),
@@ -322,19 +330,19 @@ mod tests {
         let b = store.session("b").unwrap();
         // This process is alive: b waits, then gives up naming a.
         let open = a
-            .checkpoint_marked(&ws, "a", "m", std::process::id())
+            .checkpoint_marked(&ws, "a", "m", std::process::id(), None)
             .unwrap();
-        let e = b.checkpoint_marked(&ws, "a", "m", 1).unwrap_err();
+        let e = b.checkpoint_marked(&ws, "a", "m", 1, None).unwrap_err();
         assert!(e.to_string().contains("session \"a\""), "{e}");
         // Once a commits, b goes ahead.
         a.commit_marked(open.seq).unwrap();
-        let e = b.checkpoint_marked(&ws, "a", "m", 1).unwrap();
+        let e = b.checkpoint_marked(&ws, "a", "m", 1, None).unwrap();
         // A mark whose process is gone does not hold.
         let dead = dead_pid();
         let c = store.session("c").unwrap();
         b.settle_marked(e.seq).unwrap();
-        c.checkpoint_marked(&ws, "a", "m", dead).unwrap();
-        a.checkpoint_marked(&ws, "a", "m", 1).unwrap();
+        c.checkpoint_marked(&ws, "a", "m", dead, None).unwrap();
+        a.checkpoint_marked(&ws, "a", "m", 1, None).unwrap();
     }
 
     /// A pid no process has now: a child's, reaped.
