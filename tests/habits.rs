@@ -137,6 +137,16 @@ fn completions_and_man_name_the_new_commands() {
     }
 }
 
+#[test]
+fn the_manual_page_names_the_variables_this_issue_reads() {
+    let env = Env::new();
+    let man = tb(&env, "man").run().expect(0);
+    let environment = man.stdout.split(".SH ENVIRONMENT").nth(1).unwrap();
+    for v in ["\\fBPAGER\\fR", "\\fBTURNBACK_NOW\\fR"] {
+        assert!(environment.contains(v), "{v}: {environment}");
+    }
+}
+
 /// The flags this issue adds.
 const NEW_FLAGS: &[&str] = &[
     "--quiet",

@@ -14,7 +14,7 @@ use crate::commands::CliError;
 use crate::context::{Context, never_backed_up};
 use crate::render::Report;
 
-/// Show which change (session, turn and prompt, message, time) last wrote each line of FILE
+/// Show which change (session, turn and prompt, message) last wrote each line of FILE
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  turnback blame src/lib.rs\n  turnback blame src/lib.rs --json")]
 pub(crate) struct BlameArgs {
