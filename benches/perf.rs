@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench --bench perf               # the full run (docs/PERFORMANCE.md)
 //! cargo bench --bench perf -- --quick    # a smoke pass of a few seconds (CI)
-//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 7)
+//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 8)
 //! ```
 //!
 //! Sections (the rows of the table, in order):
@@ -18,7 +18,9 @@
 //!    library, a `turnback write` process, a `turnback serve --stdio` request);
 //! 6. peak RSS of `turnback write` and `turnback undo` of a large file;
 //! 7. an agent's hook pair (`turnback hook claude-code`, Pre and Post of an
-//!    Edit) against two bare process starts, and with 200 sessions in the store.
+//!    Edit) against two bare process starts, and with 200 sessions in the store;
+//! 8. `Store::blame` of a file of 10,000 lines with 500 versions, against
+//!    `git blame` of the same history.
 //!
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
@@ -73,7 +75,7 @@ fn main() {
         notes: Vec::new(),
     };
     let started = Instant::now();
-    let sections: [Section; 7] = [
+    let sections: [Section; 8] = [
         (1, "write-through", write_through),
         (2, "growth with session size", growth),
         (3, "reverts", reverts),
@@ -81,15 +83,16 @@ fn main() {
         (5, "against shadow git", shadow_git),
         (6, "memory", memory),
         (7, "agent hooks", hooks::agent_hooks),
+        (8, "blame", blame),
     ];
     for (n, name, run) in sections {
         if only.as_ref().is_some_and(|o| !o.contains(&n)) {
             continue;
         }
         let t = Instant::now();
-        eprintln!("[{n}/7] {name}...");
+        eprintln!("[{n}/{}] {name}...", sections.len());
         run(&mut b);
-        eprintln!("[{n}/7] {name}: {}", fmt_d(t.elapsed()));
+        eprintln!("[{n}/{}] {name}: {}", sections.len(), fmt_d(t.elapsed()));
         let _ = fs::remove_dir_all(b.dir.join(format!("s{n}")));
     }
     print_report(&b, &base, started.elapsed());
@@ -1509,4 +1512,124 @@ fn thousands(n: usize) -> String {
         out.push(c);
     }
     out
+}
+
+// ---------------------------------------------------------------------------
+// 7. Blame
+
+/// `Store::blame` of a file of `lines` lines that an agent changed `versions`
+/// times (a few lines each, through `Session::write`), against `git blame`
+/// of the same history committed version by version in a git repository.
+fn blame(b: &mut Bench) {
+    let dir = b.section_dir(7);
+    let (lines, versions, runs) = if b.quick {
+        (1_000, 50, 3)
+    } else {
+        (10_000, 500, 7)
+    };
+    let wsdir = dir.join("ws");
+    fs::create_dir_all(&wsdir).unwrap();
+    let store = Store::new(dir.join("home"));
+    let ws = Workspace::open(&wsdir).unwrap();
+    let session = store.session("blame-agent").unwrap();
+    let git = capture("git", &["--version"]).is_some();
+    let run_git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(&wsdir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "git {args:?}");
+    };
+    let mut text: Vec<String> = (0..lines)
+        .map(|i| format!("line {i} of the file"))
+        .collect();
+    let t = Instant::now();
+    fs::write(wsdir.join("big.txt"), text.join("\n") + "\n").unwrap();
+    if git {
+        run_git(&["init", "-q"]);
+        run_git(&["add", "big.txt"]);
+        run_git(&[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "commit",
+            "-qm",
+            "v0",
+        ]);
+    }
+    let mut seed = 77u64;
+    for v in 1..=versions {
+        for _ in 0..5 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = (seed >> 33) as usize % text.len();
+            text[at] = format!("line {at} changed by version {v}");
+        }
+        let body = text.join("\n") + "\n";
+        session
+            .write(&ws, "big.txt", body.as_bytes(), &format!("call-{v}"))
+            .unwrap();
+        if git {
+            run_git(&[
+                "-c",
+                "user.name=b",
+                "-c",
+                "user.email=b@b",
+                "commit",
+                "-qam",
+                &format!("v{v}"),
+            ]);
+        }
+    }
+    eprintln!(
+        "    {versions} versions of {lines} lines made in {}",
+        fmt_d(t.elapsed())
+    );
+    let mut tb = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let blamed = store.blame(&ws, "big.txt").unwrap().unwrap();
+        tb.push(t.elapsed());
+        assert_eq!(blamed.lines.len(), lines);
+        assert!(!blamed.gaps);
+    }
+    let param = format!(
+        "{} lines, {versions} versions, {runs} runs",
+        thousands(lines)
+    );
+    if !git {
+        b.note("git not installed: the blame row has no reference".into());
+        b.row(Row {
+            what: "blame (`Store::blame`)".into(),
+            param,
+            tb: fmt_d(median(tb)),
+            reference: "none (git not installed)".into(),
+            ratio: "—".into(),
+            goal: "—".into(),
+            verdict: Verdict::Info,
+        });
+        return;
+    }
+    let mut reference = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        run_git(&["blame", "--porcelain", "big.txt"]);
+        reference.push(t.elapsed());
+    }
+    b.row(time_row(
+        "blame (`Store::blame`)",
+        &param,
+        median(tb),
+        (
+            "`git blame --porcelain` of the same history",
+            median(reference),
+        ),
+        None,
+    ));
 }

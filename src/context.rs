@@ -249,7 +249,7 @@ impl Context {
 /// The error for a file no session here changed: named as the person typed
 /// it (relative to the current directory), saying turnback never backed it
 /// up, and in a git repository how to get the committed version back.
-fn never_backed_up(ws: &Workspace, file: &Path, cwd: &Path) -> CliError {
+pub(crate) fn never_backed_up(ws: &Workspace, file: &Path, cwd: &Path) -> CliError {
     let shown = turnback::text::escape_path(file.strip_prefix(cwd).unwrap_or(file));
     let in_git = ws.root().ancestors().any(|d| d.join(".git").exists());
     let hint = if in_git {

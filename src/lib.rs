@@ -6,6 +6,7 @@
 //! Everything that changes files is in the `turnback-store` crate; this crate
 //! only renders and asks.
 
+pub mod blame_view;
 pub mod entry_view;
 pub mod errors;
 pub mod history;

@@ -411,6 +411,39 @@ const CONSOLE: &[Console] = &[
     },
     Console {
         file: JSON_MD,
+        block: "$ turnback show '#1' --json",
+        session: AGENT,
+        setup: &[
+            FILES,
+            "turnback turn --prompt 'change the answer' --conversation-index 0",
+            WRITE,
+        ],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
+        block: "$ printf 'pub fn answer() -> u32 {\\n    43\\n}\\n' > src/lib.rs\n$ turnback status --json",
+        session: AGENT,
+        setup: &[
+            FILES,
+            WRITE,
+            "turnback checkpoint src/main.rs --message call-3",
+        ],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
+        block: "$ turnback blame src/lib.rs --json",
+        session: AGENT,
+        setup: &[
+            FILES,
+            "turnback turn --prompt 'change the answer' --conversation-index 0",
+            WRITE,
+        ],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
         block: "$ turnback turns --json",
         session: AGENT,
         setup: &[

@@ -107,7 +107,7 @@ fn a_session_without_turns_logs_as_before_and_has_no_turns() {
 
 /// The commands this issue adds, in the completions and the manual page
 /// (both generated from the clap definition).
-const NEW_COMMANDS: &[&str] = &["turns", "show", "status"];
+const NEW_COMMANDS: &[&str] = &["turns", "show", "status", "blame"];
 
 #[test]
 fn completions_and_man_name_the_new_commands() {
@@ -134,6 +134,16 @@ fn completions_and_man_name_the_new_commands() {
             man.stdout.contains(&flag.replace('-', "\\-")),
             "man: {flag}"
         );
+    }
+}
+
+#[test]
+fn the_manual_page_names_the_variables_this_issue_reads() {
+    let env = Env::new();
+    let man = tb(&env, "man").run().expect(0);
+    let environment = man.stdout.split(".SH ENVIRONMENT").nth(1).unwrap();
+    for v in ["\\fBPAGER\\fR", "\\fBTURNBACK_NOW\\fR"] {
+        assert!(environment.contains(v), "{v}: {environment}");
     }
 }
 
@@ -911,4 +921,107 @@ fn status_says_which_session_why_what_is_open_and_what_changed_since() {
     );
     assert_eq!(here["session"]["reason"], "changed-under");
     assert_eq!(json(&empty, None, &["status"])["session"], Value::Null);
+}
+
+// ---------------------------------------------------------------------------
+// 9. blame
+
+#[test]
+fn blame_names_the_change_that_wrote_each_line_across_sessions_and_hand_edits() {
+    let env = Env::new();
+    std::fs::write(env.path("f.txt"), "one\ntwo\nthree\n").unwrap();
+    let put = |session: &str, msg: &str, text: &str| {
+        let r = run(
+            &env,
+            Some(session),
+            &["write", "f.txt", "-m", msg],
+            Some(text.as_bytes()),
+        );
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+    };
+    run(
+        &env,
+        Some("agent-1"),
+        &["turn", "--prompt", "make two loud"],
+        None,
+    );
+    put("agent-1", "m1", "one\nTWO\nthree\n");
+    // agent-1 checkpoints the file before a tool of its own runs, which
+    // changes nothing: what m1 left is backed up (the store keeps what a
+    // change found, not what it left; a later backup of the same contents
+    // is what lets blame tell a person's lines from the agent's).
+    run(
+        &env,
+        Some("agent-1"),
+        &["checkpoint", "f.txt", "-m", "cp"],
+        None,
+    );
+    run(&env, Some("agent-1"), &["commit", "#2"], None);
+    // A person adds a line between the two agents' changes.
+    std::fs::write(env.path("f.txt"), "one\nTWO\nthree\nby hand\n").unwrap();
+    run(
+        &env,
+        Some("agent-2"),
+        &["turn", "--prompt", "add four"],
+        None,
+    );
+    put("agent-2", "m2", "one\nTWO\nthree\nby hand\nfour\n");
+    put("agent-2", "m3", "zero\none\nTWO\nthree\nby hand\nfour\n");
+    let text = transcript(vec![
+        (tb(&env, "blame f.txt"), 0),
+        (tb(&env, "blame nosuch.txt"), 1),
+    ]);
+    snap(
+        &env,
+        "habits_blame",
+        "`blame`: lines from before any session, agent-1's turn 1, a line added by hand after agent-1's checkpoint, agent-2's two changes; each change with its turn's prompt in the legend. A file no session changed is an error.",
+        &text,
+    );
+    let v = json(&env, None, &["blame", "f.txt"]);
+    let lines = v["lines"].as_array().unwrap();
+    let origin = |n: usize| &v["origins"][lines[n]["origin"].as_u64().unwrap() as usize];
+    assert_eq!(lines.len(), 6);
+    assert_eq!(lines[0]["text"], "zero");
+    assert_eq!(origin(0)["kind"], "entry");
+    assert_eq!(origin(0)["entry"]["message_id"], "m3");
+    assert_eq!(origin(0)["session"], "agent-2");
+    assert_eq!(origin(1)["kind"], "before");
+    assert_eq!(origin(2)["entry"]["message_id"], "m1");
+    assert_eq!(origin(2)["turn"]["prompt"], "make two loud");
+    assert_eq!(origin(4)["kind"], "by-hand");
+    let after = origin(4)["after"].as_u64().unwrap() as usize;
+    assert_eq!(v["origins"][after]["entry"]["message_id"], "cp");
+    assert_eq!(origin(5)["entry"]["message_id"], "m2");
+    assert_eq!(origin(5)["turn"]["prompt"], "add four");
+    assert_eq!(v["gaps"], false);
+
+    // The last change overwritten by hand: what it left is kept by no
+    // backup, so its lines and the hand edit cannot be told apart, and say so.
+    std::fs::write(
+        env.path("f.txt"),
+        "zero\none\nTWO\nthree\nby hand\nfour\nfive\n",
+    )
+    .unwrap();
+    let v = json(&env, None, &["blame", "f.txt"]);
+    assert_eq!(v["gaps"], true);
+    let last = &v["lines"][6];
+    let o = &v["origins"][last["origin"].as_u64().unwrap() as usize];
+    assert_eq!(o["kind"], "entry-or-by-hand");
+    // Lines the earlier versions explain keep their origins.
+    let first = &v["origins"][v["lines"][2]["origin"].as_u64().unwrap() as usize];
+    assert_eq!(first["entry"]["message_id"], "m1");
+}
+
+#[test]
+fn blame_of_a_binary_file_is_an_error() {
+    let env = Env::new();
+    run(
+        &env,
+        Some("a"),
+        &["write", "b.bin", "-m", "m"],
+        Some(b"\x00\x01\x02"),
+    );
+    let r = run(&env, None, &["blame", "b.bin"], None);
+    assert_eq!(r.code(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("binary"), "{}", r.stderr);
 }

@@ -349,10 +349,15 @@ fn revert_from_another_process_refuses_a_file_changed_by_hand() {
     assert_eq!(a.entries().unwrap(), entries_before);
     assert_eq!(blob_names(&a), blobs_before);
 
-    // A dry run is a check (issue 17): it reports the file and exits 3, as
-    // the real revert would.
+    // The dry run is a check: its plan, and the refusal the real revert
+    // gives, with exit code 3.
     let out = cli_revert(&env, "notes.txt", &["--dry-run", "--json"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("\"kind\":\"refused\""),
+        "{}",
+        stderr(&out)
+    );
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["applied"], false);
     assert_eq!(v["files"][0]["path"], "notes.txt");

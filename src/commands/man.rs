@@ -68,6 +68,16 @@ fn render_man() -> std::io::Result<String> {
         ".TP\n\\fBNO_COLOR\\fR\nWhen set and not empty, \\fB\\-\\-color auto\\fR \
          (the default) does not colour.\n",
     );
+    page.push_str(
+        ".TP\n\\fBPAGER\\fR\nThe pager of long \\fBlog\\fR, \\fBdiff\\fR, \\fBshow\\fR and \\fBblame\\fR \
+         output on a terminal (else \\fBless \\-FRX\\fR; empty or \\fBcat\\fR: none). \\fB\\-\\-no\\-pager\\fR \
+         turns it off.\n",
+    );
+    page.push_str(
+        ".TP\n\\fBTURNBACK_NOW\\fR\nAn RFC 3339 time taken as now for how long ago a time \
+         was, and for \\fB\\-\\-since\\fR and \\fB\\-\\-until\\fR (tests and demos). Times \
+         are shown in the local time zone (\\fBTZ\\fR).\n",
+    );
 
     let mut tail = Vec::new();
     man.render_extra_section(&mut tail)?;

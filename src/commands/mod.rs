@@ -2,6 +2,7 @@
 //! command's report, and turns an error into its exit code and (through the
 //! renderer) one line and a hint, or with `--json` one JSON object on stderr.
 
+mod blame;
 mod checkpoint;
 mod commit;
 mod common;
@@ -63,6 +64,7 @@ pub(crate) enum Command {
     Turns(turns::TurnsArgs),
     Diff(diff::DiffArgs),
     Show(show::ShowArgs),
+    Blame(blame::BlameArgs),
     Sessions(sessions::SessionsArgs),
     Prune(prune::PruneArgs),
     Serve(serve::ServeArgs),
@@ -174,6 +176,7 @@ pub(crate) fn in_context(ctx: &Context, command: &Command) -> Result<Box<dyn Rep
         Command::Turns(args) => turns::run(ctx, args).map(boxed),
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
         Command::Show(args) => show::run(ctx, args).map(boxed),
+        Command::Blame(args) => blame::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
         Command::Demo(_)

@@ -90,6 +90,7 @@
 
 #![warn(missing_docs)]
 
+mod blame;
 mod blobs;
 mod checkpoint;
 mod conflict;
@@ -124,6 +125,7 @@ mod workspace;
 #[doc(hidden)]
 pub mod fuzz_support;
 
+pub use blame::{Blame, NoBlame, Origin};
 pub use checkpoint::Checkpoint;
 #[doc(hidden)]
 pub use crash::CRASH_POINTS;
