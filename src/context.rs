@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use turnback::errors::Kind;
-use turnback_store::{ChoiceReason, ErrorKind, Session, SessionChoice, Store, Workspace};
+use turnback_store::{ChoiceReason, ErrorKind, Session, SessionChoice, Settings, Store, Workspace};
 
 use crate::cli::Cli;
 use crate::commands::CliError;
@@ -19,6 +19,9 @@ pub(crate) struct Context {
     session: Option<String>,
     /// With `--json`, stderr carries only an error object: no notes.
     quiet: bool,
+    /// The session the command opened last: the one in use, which the
+    /// store's daily prune never removes.
+    used: std::cell::RefCell<Option<String>>,
 }
 
 impl Context {
@@ -27,6 +30,8 @@ impl Context {
             Some(home) => Store::new(home),
             None => Store::open_default()?,
         };
+        // Read once, here: retention and the caps every command obeys.
+        let store = store.with_settings(Settings::load()?);
         let cwd = std::env::current_dir()
             .map_err(|e| CliError::new(format!("cannot read the current directory: {e}"), None))?;
         Ok(Context {
@@ -36,6 +41,7 @@ impl Context {
             workspace: cli.workspace.clone(),
             session: cli.session.clone(),
             quiet: cli.json,
+            used: Default::default(),
         })
     }
 
@@ -52,6 +58,14 @@ impl Context {
         for t in self.store.take_notices() {
             self.note(&format!("note: {t}: backups were readable by other users"));
         }
+    }
+
+    /// After a command that changed a session: the store's daily prune, if
+    /// it is due (`Store::prune_if_due`; it never waits for another prune),
+    /// sparing the session the command used.
+    pub(crate) fn prune_if_due(&self) {
+        let used = self.used.borrow().clone();
+        self.store.prune_if_due(used.as_deref());
     }
 
     /// The workspace: `--workspace`, else the current directory.
@@ -79,6 +93,7 @@ impl Context {
     }
 
     fn confine(&self, session: Session) -> Session {
+        *self.used.borrow_mut() = Some(session.id().to_owned());
         session.confine_to(self.workspace.as_deref().unwrap_or(&self.cwd))
     }
 

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use turnback_store::{
     Conflict, ConflictReason, DiffBody, Entry, Error, FileDiff, FileRevert, FileState, FileStatus,
-    PruneReport, RevertAction, RevertReport, SessionSummary,
+    PruneReport, RevertAction, RevertReport, SETTING_KEYS, SessionSummary, SettingSource, Settings,
 };
 
 pub fn rfc3339(t: time::OffsetDateTime) -> String {
@@ -135,14 +135,63 @@ pub fn prune(r: &PruneReport) -> Value {
     let removed: Vec<Value> = r
         .removed
         .iter()
-        .map(|s| json!({ "id": s.id, "last_change": rfc3339(s.last_change), "bytes": s.bytes }))
+        .map(|s| json!({ "id": s.id, "last_change": rfc3339(s.last_change), "bytes": s.bytes, "rank": s.rank }))
+        .collect();
+    let spared: Vec<Value> = r
+        .spared
+        .iter()
+        .map(|s| json!({ "id": s.id, "reason": s.reason.name() }))
         .collect();
     json!({
         "applied": r.applied,
+        "keep_sessions": r.retention.keep_recent,
+        "keep_days": r.retention.keep_for.as_secs() / (24 * 3600),
         "removed": removed,
+        "spared": spared,
         "kept": r.kept,
         "blobs_removed": r.blobs_removed,
         "blob_bytes": r.blob_bytes,
+    })
+}
+
+/// The settings in force (`turnback config`): each key's value and where it
+/// came from.
+pub fn settings(s: &Settings) -> Value {
+    let values = [
+        json!(s.keep_sessions.value),
+        json!(s.keep_days.value),
+        json!(s.max_entries.value),
+        json!(s.max_bytes.value),
+    ];
+    let list: Vec<Value> = SETTING_KEYS
+        .iter()
+        .zip(values)
+        .map(|((key, env), value)| {
+            let (source, file, line) = match s.source_of(key) {
+                SettingSource::Default => ("default", None, None),
+                SettingSource::File { path, line } => ("file", Some(path), Some(*line)),
+                SettingSource::Env(_) => ("env", None, None),
+                SettingSource::Flag(_) => ("flag", None, None),
+            };
+            let name = match s.source_of(key) {
+                SettingSource::Env(n) | SettingSource::Flag(n) => Some(*n),
+                _ => None,
+            };
+            json!({
+                "key": key,
+                "value": value,
+                "source": source,
+                "file": file,
+                "line": line,
+                "name": name,
+                "env": env,
+            })
+        })
+        .collect();
+    json!({
+        "config_file": s.config_file,
+        "config_file_exists": s.config_file.as_ref().is_some_and(|p| p.exists()),
+        "settings": list,
     })
 }
 

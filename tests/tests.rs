@@ -46,3 +46,5 @@ mod syncs;
 mod git;
 // The examples of README.md and docs/JSON.md, run for real and compared with what the docs show.
 mod docs;
+// Settings (config file, environment, flags), retention, per-session caps and garbage collection.
+mod retention;

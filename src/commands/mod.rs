@@ -6,6 +6,7 @@ mod checkpoint;
 mod commit;
 mod common;
 mod completions;
+mod config;
 mod demo;
 mod diff;
 mod error;
@@ -52,9 +53,32 @@ pub(crate) enum Command {
     Diff(diff::DiffArgs),
     Sessions(sessions::SessionsArgs),
     Prune(prune::PruneArgs),
+    Config(config::ConfigArgs),
     Demo(demo::DemoArgs),
     Completions(completions::CompletionsArgs),
     Man(man::ManArgs),
+}
+
+impl Command {
+    /// True for the commands that change a session (after which the store
+    /// prunes, once a day).
+    fn changes_a_session(&self) -> bool {
+        use Command as C;
+        matches!(
+            self,
+            C::Write(_)
+                | C::Rm(_)
+                | C::Mv(_)
+                | C::Checkpoint(_)
+                | C::Commit(_)
+                | C::Rollback(_)
+                | C::Turn(_)
+                | C::Undo(_)
+                | C::Revert(_)
+                | C::Rewind(_)
+                | C::Redo(_)
+        )
+    }
 }
 
 /// A command line clap could not parse (or `--help`, `--version`): clap's own
@@ -85,6 +109,10 @@ pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
     let done = dispatch(&cli, render, &mut ctx);
     if let Ok(report) = &done {
         render.report(&**report)?;
+        // Once its output is written: the daily prune, after a change.
+        if let Some(ctx) = ctx.as_ref().filter(|_| cli.command.changes_a_session()) {
+            ctx.prune_if_due();
+        }
     }
     // Whatever the command did, say which store directories it made private.
     if let Some(ctx) = &ctx {
@@ -130,6 +158,7 @@ fn dispatch(
         Command::Diff(args) => diff::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
+        Command::Config(args) => config::run(ctx, args).map(boxed),
         Command::Demo(_) | Command::Completions(_) | Command::Man(_) => {
             unreachable!("run above")
         }

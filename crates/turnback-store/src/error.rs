@@ -353,6 +353,14 @@ pub enum Error {
         session: String,
     },
 
+    /// The config file does not parse or holds a wrong key. Nothing was done.
+    #[error(transparent)]
+    BadConfig(crate::config_error::ConfigFileError),
+
+    /// A setting's environment variable holds a wrong value. Nothing was done.
+    #[error(transparent)]
+    BadSetting(crate::config_error::SettingError),
+
     /// The path is inside the store home (the store lives in the workspace):
     /// turnback does not change its own files as a workspace file, which
     /// would lose the change and damage the store. Nothing was touched.
@@ -436,6 +444,8 @@ error_kinds!(
     ContentsMismatch,
     UnsafeStore,
     OutsideScope,
+    BadConfig,
+    BadSetting,
     InsideStore,
 );
 

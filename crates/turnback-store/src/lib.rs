@@ -90,8 +90,10 @@
 
 #![warn(missing_docs)]
 
+mod auto_prune;
 mod blobs;
 mod checkpoint;
+mod config_error;
 mod conflict;
 mod crash;
 mod diff;
@@ -113,6 +115,7 @@ mod retention;
 mod revert;
 mod session;
 mod session_id;
+mod settings;
 mod store;
 mod sys;
 mod trust;
@@ -122,7 +125,9 @@ mod workspace;
 #[doc(hidden)]
 pub mod fuzz_support;
 
+pub use auto_prune::AUTO_PRUNE_INTERVAL;
 pub use checkpoint::Checkpoint;
+pub use config_error::{ConfigFileError, SettingError};
 #[doc(hidden)]
 pub use crash::CRASH_POINTS;
 pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
@@ -133,12 +138,13 @@ pub use index::{
     Turn, WorkspaceRoot,
 };
 pub use listing::{ChoiceReason, ChosenSession, SessionChoice, SessionSummary};
-pub use retention::{PruneReport, PrunedSession, Retention};
+pub use retention::{PruneReport, PrunedSession, Retention, SpareReason, SparedSession};
 pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,
 };
 pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
+pub use settings::{KEYS as SETTING_KEYS, Setting, Settings, Source as SettingSource, parse_size};
 pub use store::{Options, Store};
 pub use trust::Tightened;
 pub use turns::TurnSummary;
