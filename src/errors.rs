@@ -255,6 +255,17 @@ pub fn row(kind: Kind) -> Row {
             )
         },
         E::UnsafeStore => hint("unsafe-store", Hint::Of(unsafe_store_hint)),
+        E::Evicted => Row {
+            exit_code: EXIT_REFUSED,
+            json: Some(|e| match e {
+                Error::Evicted { files, .. } => json!({ "files": files }),
+                _ => Value::Null,
+            }),
+            ..text(
+                "evicted",
+                "`turnback log` shows what the caps evicted; --force restores the other files",
+            )
+        },
         E::BadConfig => Row {
             exit_code: EXIT_USAGE,
             json: Some(|e| match e {

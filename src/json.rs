@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 use turnback_store::{
-    Conflict, ConflictReason, DiffBody, Entry, Error, FileDiff, FileRevert, FileState, FileStatus,
-    PruneReport, RevertAction, RevertReport, SETTING_KEYS, SessionSummary, SettingSource, Settings,
+    Conflict, ConflictReason, DiffBody, Entry, Error, Evicted, FileDiff, FileRevert, FileState,
+    FileStatus, PruneReport, RevertAction, RevertReport, SETTING_KEYS, SessionSummary,
+    SettingSource, Settings,
 };
 
 pub fn rfc3339(t: time::OffsetDateTime) -> String {
@@ -151,6 +152,28 @@ pub fn prune(r: &PruneReport) -> Value {
         "kept": r.kept,
         "blobs_removed": r.blobs_removed,
         "blob_bytes": r.blob_bytes,
+    })
+}
+
+/// What a session's caps evicted (`log`'s `evicted`).
+pub fn evicted(g: &Evicted) -> Value {
+    let files: Vec<Value> = g
+        .files
+        .iter()
+        .map(|f| json!({ "workspace": f.workspace, "path": f.path, "seq": f.seq, "message_id": f.message_id, "turn": f.turn }))
+        .collect();
+    let messages: Vec<Value> = g
+        .messages
+        .iter()
+        .map(|m| json!({ "id": m.id, "seq": m.seq, "turn": m.turn }))
+        .collect();
+    json!({
+        "entries": g.entries,
+        "through_seq": g.through_seq,
+        "oldest": rfc3339(g.oldest),
+        "newest": rfc3339(g.newest),
+        "files": files,
+        "messages": messages,
     })
 }
 

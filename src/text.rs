@@ -2,8 +2,8 @@
 //! as snapshots in `tests/cli.rs`.
 
 use turnback_store::{
-    ConflictReason, DiffBody, Entry, FileDiff, FileRevert, FileStatus, PruneReport, RevertAction,
-    RevertReport, SETTING_KEYS, SessionSummary, Settings, SpareReason,
+    ConflictReason, DiffBody, Entry, Evicted, FileDiff, FileRevert, FileStatus, PruneReport,
+    RevertAction, RevertReport, SETTING_KEYS, SessionSummary, Settings, SpareReason,
 };
 
 use crate::output::{Out, Role};
@@ -299,6 +299,29 @@ pub fn prune(r: &PruneReport) -> String {
         r.blob_bytes
     ));
     s
+}
+
+/// The line `log` shows where the caps evicted the oldest changes.
+pub fn evicted_gap(out: &Out, g: &Evicted) -> String {
+    let (first, last) = (g.messages.first(), g.messages.last());
+    let messages = match (first, last) {
+        (Some(a), Some(b)) if a.id == b.id => format!("message {}", escape(&a.id)),
+        (Some(a), Some(b)) => format!(
+            "{} messages, {} to {}",
+            g.messages.len(),
+            escape(&a.id),
+            escape(&b.id)
+        ),
+        _ => "no message".into(),
+    };
+    let line = format!(
+        "… {} older {} evicted by the session's caps ({messages}; {} to {}): undo, revert and rewind cannot go back past them",
+        g.entries,
+        plural(g.entries as usize, "change"),
+        time(g.oldest),
+        time(g.newest),
+    );
+    format!("{}\n", out.paint(Role::Warn, &line))
 }
 
 /// 1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st.

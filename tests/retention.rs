@@ -384,3 +384,195 @@ fn a_session_another_process_has_open_survives_every_prune_and_the_daily_one_run
     again();
     assert!(!session_dir(&env, "idle-2").exists());
 }
+
+// ---------------------------------------------------------------------------
+// Per-session caps: eviction, the gap, and reverts that reach past it
+
+/// `turnback write FILE -m MSG` with `contents`, as `session`, under the
+/// caps `max` (`TURNBACK_MAX_ENTRIES` or `TURNBACK_MAX_BYTES`, with its value).
+fn capped_write(
+    env: &Env,
+    session: &str,
+    max: (&str, &str),
+    file: &str,
+    msg: &str,
+    contents: &[u8],
+) {
+    let mut c = env.cmd(Some(session));
+    c.args(["write", file, "-m", msg]).env(max.0, max.1);
+    let out = run_with_input(c, contents);
+    assert!(out.status.success(), "write {file}: {}", stderr(&out));
+}
+
+const ENTRIES: &str = "TURNBACK_MAX_ENTRIES";
+
+fn paths_of(v: &Value) -> Vec<String> {
+    let mut p: Vec<String> = v
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|f| {
+            let f = f.as_str().unwrap();
+            Path::new(f)
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    p.sort();
+    p
+}
+
+#[test]
+fn a_change_past_the_entry_cap_evicts_the_oldest_and_log_shows_the_gap() {
+    let env = Env::new();
+    for i in 1..=5 {
+        std::fs::write(env.path(&format!("f{i}")), format!("v0 {i}\n")).unwrap();
+        capped_write(
+            &env,
+            "s",
+            (ENTRIES, "3"),
+            &format!("f{i}"),
+            &format!("m{i}"),
+            b"new\n",
+        );
+    }
+    let v = json_ok(&env, Some("s"), &["log"], b"");
+    let msgs: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(msgs, ["m3", "m4", "m5"], "{v}");
+    let gap = &v["evicted"];
+    assert_eq!(
+        (&gap["entries"], &gap["through_seq"]),
+        (&2.into(), &2.into()),
+        "{v}"
+    );
+    let files: Vec<&str> = gap["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["f1", "f2"]);
+    let ids: Vec<&str> = gap["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["m1", "m2"]);
+    let out = tb(&env, Some("s"), &["log", "--color", "never"], b"");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[1].contains("2 older changes evicted by the session's caps (2 messages, m1 to m2;"),
+        "the gap comes first: {text}"
+    );
+    // A session the caps never touched has no gap.
+    json_ok(&env, Some("other"), &["write", "f1"], b"other\n");
+    let v = json_ok(&env, Some("other"), &["log"], b"");
+    assert!(v.get("evicted").is_none(), "{v}");
+}
+
+#[test]
+fn a_rewind_past_the_gap_names_the_files_it_cannot_restore_and_touches_nothing_unless_forced() {
+    let env = Env::new();
+    for f in ["a", "b", "c"] {
+        std::fs::write(env.path(f), format!("{f} 0\n")).unwrap();
+    }
+    let cap = (ENTRIES, "3");
+    // m1 writes a and b; m2 c; m3 a again; m4 makes d. The cap of 3 evicts
+    // m1's two entries.
+    capped_write(&env, "s", cap, "a", "m1", b"a 1\n");
+    capped_write(&env, "s", cap, "b", "m1", b"b 1\n");
+    capped_write(&env, "s", cap, "c", "m2", b"c 1\n");
+    capped_write(&env, "s", cap, "a", "m3", b"a 3\n");
+    capped_write(&env, "s", cap, "d", "m4", b"d 4\n");
+    let before = crate::util::tree_digest(env.ws.path());
+    let e = json_err(&env, Some("s"), &["rewind", "m1"], 3);
+    assert_eq!(e["kind"], "evicted", "{e}");
+    assert_eq!(paths_of(&e["files"]), ["a", "b"]);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was touched")
+    );
+    assert_eq!(
+        crate::util::tree_digest(env.ws.path()),
+        before,
+        "refused, yet touched"
+    );
+    // A file whose changes all went cannot be reverted either.
+    let e = json_err(&env, Some("s"), &["revert", "b"], 3);
+    assert_eq!(
+        (&e["kind"], paths_of(&e["files"])),
+        (&"evicted".into(), vec!["b".to_owned()])
+    );
+    // Forced: c and d go back, a and b stay as they are and are listed.
+    let v = json_ok(&env, Some("s"), &["rewind", "m1", "--force"], b"");
+    assert_eq!(paths_of(&v["evicted"]), ["a", "b"], "{v}");
+    assert_eq!(std::fs::read(env.path("c")).unwrap(), b"c 0\n");
+    assert!(!env.path("d").exists());
+    assert_eq!(std::fs::read(env.path("a")).unwrap(), b"a 3\n");
+    assert_eq!(std::fs::read(env.path("b")).unwrap(), b"b 1\n");
+    // What the gap does not reach is restored as ever: m3's a, after a redo.
+    json_ok(&env, Some("s"), &["redo"], b"");
+    let v = json_ok(&env, Some("s"), &["rewind", "m3"], b"");
+    assert!(v.get("evicted").is_none(), "{v}");
+    assert_eq!(std::fs::read(env.path("a")).unwrap(), b"a 1\n");
+}
+
+#[test]
+fn an_undo_past_the_gap_is_refused_and_forced_lists_the_files() {
+    let env = Env::new();
+    std::fs::write(env.path("a"), "a 0\n").unwrap();
+    capped_write(&env, "s", (ENTRIES, "1"), "a", "m1", b"a 1\n");
+    capped_write(&env, "s", (ENTRIES, "1"), "b", "m2", b"b 2\n");
+    json_ok(&env, Some("s"), &["undo"], b"");
+    assert!(!env.path("b").exists());
+    let e = json_err(&env, Some("s"), &["undo"], 3);
+    assert_eq!(
+        (&e["kind"], paths_of(&e["files"])),
+        (&"evicted".into(), vec!["a".to_owned()])
+    );
+    let out = tb(
+        &env,
+        Some("s"),
+        &["undo", "--force", "--color", "never"],
+        b"",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("the session's caps evicted the changes it would need"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(env.path("a")).unwrap(), b"a 1\n");
+}
+
+#[test]
+fn a_change_past_the_byte_cap_evicts_the_oldest_backups() {
+    let env = Env::new();
+    let forty = |c: u8| vec![c; 40];
+    std::fs::write(env.path("x"), forty(b'0')).unwrap();
+    let cap = ("TURNBACK_MAX_BYTES", "100");
+    // Backups of 40 bytes each: a third one passes 100.
+    for (i, c) in [b'1', b'2', b'3'].into_iter().enumerate() {
+        capped_write(&env, "s", cap, "x", &format!("m{i}"), &forty(c));
+    }
+    let v = json_ok(&env, Some("s"), &["log"], b"");
+    assert_eq!(v["entries"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["evicted"]["entries"], 1);
+    // Undo twice goes back to the oldest backup kept, and no further.
+    json_ok(&env, Some("s"), &["undo"], b"");
+    json_ok(&env, Some("s"), &["undo"], b"");
+    assert_eq!(std::fs::read(env.path("x")).unwrap(), forty(b'1'));
+    assert_eq!(json_err(&env, Some("s"), &["undo"], 3)["kind"], "evicted");
+}

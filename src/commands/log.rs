@@ -3,7 +3,7 @@
 use serde_json::Value;
 use turnback::output::Out;
 use turnback::{json, text};
-use turnback_store::Entry;
+use turnback_store::{Entry, Evicted};
 
 use crate::commands::CliError;
 use crate::context::Context;
@@ -24,6 +24,8 @@ pub(crate) struct Logs {
     all: bool,
     /// Each session's id and entries.
     logs: Vec<(String, Vec<Entry>)>,
+    /// Each session's gap, what its caps evicted (in the order of `logs`).
+    gaps: Vec<Option<Evicted>>,
 }
 
 impl Report for Logs {
@@ -31,7 +33,15 @@ impl Report for Logs {
         let v: Vec<_> = self
             .logs
             .iter()
-            .map(|(id, e)| json::entries(id, e))
+            .zip(&self.gaps)
+            .map(|((id, e), gap)| {
+                let mut v = json::entries(id, e);
+                // Only a session whose caps evicted something has it.
+                if let Some(g) = gap {
+                    v["evicted"] = json::evicted(g);
+                }
+                v
+            })
             .collect();
         Some(if self.all {
             serde_json::json!({ "sessions": v })
@@ -47,7 +57,17 @@ impl Report for Logs {
         let blocks: Vec<String> = self
             .logs
             .iter()
-            .map(|(id, e)| text::log(out, id, e))
+            .zip(&self.gaps)
+            .map(|((id, e), gap)| {
+                let log = text::log(out, id, e);
+                // The gap goes first, before the oldest change kept.
+                match (gap, log.split_once('\n')) {
+                    (Some(g), Some((head, rest))) => {
+                        format!("{head}\n{}{rest}", text::evicted_gap(out, g))
+                    }
+                    _ => log,
+                }
+            })
             .collect();
         blocks.join("\n")
     }
@@ -60,11 +80,14 @@ pub(crate) fn run(ctx: &Context, args: &LogArgs) -> Result<Logs, CliError> {
         vec![ctx.person_session()?]
     };
     let mut logs = Vec::new();
+    let mut gaps = Vec::new();
     for s in &sessions {
         logs.push((s.id().to_owned(), s.entries()?));
+        gaps.push(s.evicted()?);
     }
     Ok(Logs {
         all: args.all,
         logs,
+        gaps,
     })
 }

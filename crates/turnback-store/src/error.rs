@@ -353,6 +353,21 @@ pub enum Error {
         session: String,
     },
 
+    /// An undo, revert or rewind would go back past entries the session's
+    /// caps evicted: these files cannot be put back as they were at the point
+    /// asked for. Nothing was touched (with `force`, the other files are
+    /// restored and these listed).
+    #[error(
+        "session {session:?}: refused, nothing was touched: the session's caps evicted the changes it would need for {}; --force restores the other files and leaves these",
+        files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    Evicted {
+        /// The session id.
+        session: String,
+        /// The files (absolute paths) it cannot restore.
+        files: Vec<PathBuf>,
+    },
+
     /// The config file does not parse or holds a wrong key. Nothing was done.
     #[error(transparent)]
     BadConfig(crate::config_error::ConfigFileError),
@@ -444,6 +459,7 @@ error_kinds!(
     ContentsMismatch,
     UnsafeStore,
     OutsideScope,
+    Evicted,
     BadConfig,
     BadSetting,
     InsideStore,

@@ -92,6 +92,7 @@
 
 mod auto_prune;
 mod blobs;
+mod caps;
 mod checkpoint;
 mod config_error;
 mod conflict;
@@ -99,6 +100,7 @@ mod crash;
 mod diff;
 mod durable;
 mod error;
+mod evicted;
 mod guard;
 mod hash;
 mod home;
@@ -132,6 +134,7 @@ pub use config_error::{ConfigFileError, SettingError};
 pub use crash::CRASH_POINTS;
 pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
 pub use error::{ChangedBy, Conflict, ConflictReason, Error, ErrorKind, Result, UnsafeReason};
+pub use evicted::{Evicted, EvictedFile, EvictedMessage};
 pub use home::{HOME_ENV, default_home};
 pub use index::{
     Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,

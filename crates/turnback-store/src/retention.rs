@@ -8,7 +8,6 @@
 //! (kept for redo) names are deleted once they are older than a grace period
 //! (a writer may be about to name one).
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -36,7 +35,7 @@ impl Default for Retention {
         Retention {
             keep_recent: 20,
             keep_for: Duration::from_secs(30 * 24 * 3600),
-            blob_grace: Duration::from_secs(3600),
+            blob_grace: crate::caps::BLOB_GRACE,
         }
     }
 }
@@ -306,21 +305,7 @@ impl Store {
             return (0, 0);
         };
         // Entries in effect, and what the revert history keeps for redo.
-        let recorded = idx.history.iter().flat_map(|r| &r.entries);
-        let entry_states = idx
-            .entries
-            .iter()
-            .chain(recorded)
-            .flat_map(|e| std::iter::once(&e.before).chain(e.after.as_ref()));
-        let redo_states = idx
-            .history
-            .iter()
-            .flat_map(|r| &r.files)
-            .flat_map(|f| std::iter::once(&f.restored).chain(f.overwritten.as_ref()));
-        let referenced: HashSet<&str> = entry_states
-            .chain(redo_states)
-            .filter_map(|s| s.sha256.as_deref())
-            .collect();
+        let referenced = crate::caps::referenced(&idx);
         let older_than = SystemTime::now() - retention.blob_grace;
         dir.blobs()
             .collect_garbage(&referenced, older_than, dry_run)
