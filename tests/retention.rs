@@ -576,3 +576,156 @@ fn a_change_past_the_byte_cap_evicts_the_oldest_backups() {
     assert_eq!(std::fs::read(env.path("x")).unwrap(), forty(b'1'));
     assert_eq!(json_err(&env, Some("s"), &["undo"], 3)["kind"], "evicted");
 }
+
+// ---------------------------------------------------------------------------
+// Garbage collection after processes killed at random points
+
+/// xorshift64*: reproducible randomness from a seed the test prints.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+/// The names in session `id`'s `blobs/`.
+fn blob_names(env: &Env, id: &str) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(session_dir(env, id).join("blobs"))
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn collection_after_random_kills_leaves_exactly_the_backups_the_index_needs_and_every_undo_works() {
+    use std::collections::BTreeSet;
+    let env = Env::new();
+    let inputs = tempfile::tempdir().unwrap();
+    let big = |seed: u8| -> Vec<u8> { (0..1 << 20).map(|i: u32| (i as u8) ^ seed).collect() };
+    for (i, seed) in [1u8, 2, 3].into_iter().enumerate() {
+        std::fs::write(inputs.path().join(format!("big-{i}")), big(seed)).unwrap();
+    }
+    std::fs::write(env.path("big.bin"), big(0)).unwrap();
+    for n in 0..3 {
+        std::fs::write(env.path(&format!("s{n}.txt")), format!("small {n}\n")).unwrap();
+    }
+    let start = crate::util::tree_digest(env.ws.path());
+    let seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("random kills: seed {seed:#x}");
+    let mut rng = Rng(seed);
+    let mut killed = 0;
+    for round in 0..30 {
+        let mut c = env.cmd(Some("k"));
+        let input = match rng.below(4) {
+            0 => {
+                c.args(["write", "big.bin", "-m", &format!("m{round}")]);
+                Some(inputs.path().join(format!("big-{}", rng.below(3))))
+            }
+            1 => {
+                let n = rng.below(3);
+                c.args(["write", &format!("s{n}.txt"), "-m", &format!("m{round}")]);
+                Some(inputs.path().join(format!("big-{}", rng.below(3))))
+            }
+            2 => {
+                let (a, b) = (rng.below(3), rng.below(3));
+                c.args([
+                    "mv",
+                    &format!("s{a}.txt"),
+                    &format!("s{b}.txt"),
+                    "-m",
+                    &format!("m{round}"),
+                ]);
+                None
+            }
+            _ => {
+                c.arg("undo");
+                None
+            }
+        };
+        match input {
+            Some(p) => c.stdin(std::fs::File::open(p).unwrap()),
+            None => c.stdin(std::process::Stdio::null()),
+        };
+        c.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(rng.below(60_000)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            killed += 1;
+        }
+        child.wait().unwrap();
+    }
+    eprintln!("random kills: {killed} of 30 killed");
+    // The next opener settles what the dead left; then a prune, with no
+    // process holding the session, collects everything no entry needs.
+    let out = tb(&env, Some("k"), &["log"], b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = tb(&env, None, &["prune"], b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let on_disk = blob_names(&env, "k");
+    let s = env.store().open_session("k").unwrap();
+    let (entries, history) = (s.entries().unwrap(), s.history().unwrap());
+    let hash = |st: &turnback_store::FileState| st.sha256.clone();
+    let recorded: Vec<_> = history.iter().flat_map(|r| &r.entries).collect();
+    let all_entries = entries.iter().chain(recorded.iter().copied());
+    // What must be there: every backup taken.
+    let needed: BTreeSet<String> = all_entries
+        .clone()
+        .filter_map(|e| hash(&e.before))
+        .chain(
+            history
+                .iter()
+                .flat_map(|r| &r.files)
+                .filter_map(|f| f.overwritten.as_ref().and_then(hash)),
+        )
+        .collect();
+    // What may be there: any state the index names.
+    let named: BTreeSet<String> = all_entries
+        .flat_map(|e| [hash(&e.before), e.after.as_ref().and_then(hash)])
+        .chain(
+            history
+                .iter()
+                .flat_map(|r| &r.files)
+                .flat_map(|f| [hash(&f.restored), f.overwritten.as_ref().and_then(hash)]),
+        )
+        .flatten()
+        .collect();
+    let missing: Vec<_> = needed.difference(&on_disk).collect();
+    assert!(
+        missing.is_empty(),
+        "seed {seed:#x}: backups gone: {missing:?}"
+    );
+    let extra: Vec<_> = on_disk.difference(&named).collect();
+    assert!(extra.is_empty(), "seed {seed:#x}: left behind: {extra:?}");
+    for name in ["index.json.tmp", "reverting.json.tmp"] {
+        assert!(!session_dir(&env, "k").join(name).exists(), "{name} left");
+    }
+    drop(s);
+    // Every undo still works, back to where the workspace started.
+    loop {
+        let out = tb(&env, Some("k"), &["--json", "undo"], b"");
+        if out.status.success() {
+            continue;
+        }
+        let e: Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(e["error"]["kind"], "nothing-to-undo", "seed {seed:#x}: {e}");
+        break;
+    }
+    assert_eq!(
+        crate::util::tree_digest(env.ws.path()),
+        start,
+        "seed {seed:#x}"
+    );
+}

@@ -290,6 +290,13 @@ impl Store {
         Ok(None)
     }
 
+    /// Collects session `id`'s garbage under its lock: backups no entry or
+    /// revert record names, the temporaries of backups never named, and
+    /// `index.json.tmp` / `reverting.json.tmp` left by a killed process. When
+    /// no handle anywhere has the session open (`live` taken exclusively, at
+    /// once), no process can be about to name a backup, so every unnamed one
+    /// goes; otherwise only those older than the grace period. A session busy
+    /// right now is collected next time.
     fn collect_session_garbage(
         &self,
         id: &str,
@@ -297,7 +304,14 @@ impl Store {
         dry_run: bool,
     ) -> (usize, u64) {
         let dir = self.session_dir(id);
-        // A session busy right now is collected next time.
+        // A dry run makes no file: without `live`, no handle holds it.
+        let no_live = dry_run && !dir.live_path().exists();
+        // Held while collecting: no handle opens the session meanwhile.
+        let live = match no_live {
+            true => None,
+            false => dir.try_lock_live(),
+        };
+        let unused = no_live || live.is_some();
         let Some(_guard) = dir.try_lock(Mode::Exclusive) else {
             return (0, 0);
         };
@@ -306,7 +320,17 @@ impl Store {
         };
         // Entries in effect, and what the revert history keeps for redo.
         let referenced = crate::caps::referenced(&idx);
-        let older_than = SystemTime::now() - retention.blob_grace;
+        let older_than = match unused {
+            true => SystemTime::now() + Duration::from_secs(1),
+            false => SystemTime::now() - retention.blob_grace,
+        };
+        if !dry_run {
+            // Their writers held the session's lock, which is ours now: a
+            // crash left them.
+            for temp in [&dir.index_files().index_temp, &dir.marker_temp_path()] {
+                let _ = std::fs::remove_file(temp);
+            }
+        }
         dir.blobs()
             .collect_garbage(&referenced, older_than, dry_run)
     }
@@ -477,6 +501,39 @@ mod tests {
         let r = store.prune(&none, None, false).unwrap();
         assert!(r.removed.is_empty(), "{r:?}");
         assert_eq!(store.session_ids().unwrap(), ["busy", "damaged"]);
+    }
+
+    #[test]
+    fn with_no_handle_open_every_unnamed_backup_and_temporary_goes_at_once() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let s = store.session("s").unwrap();
+        std::fs::write(wsdir.path().join("f"), "one").unwrap();
+        s.write(&ws, "f", &b"two"[..], "m").unwrap();
+        let blobs = s.dir().join("blobs");
+        // What killed processes leave: a backup never named, a backup's
+        // temporary, the snapshot's temporary.
+        std::fs::write(blobs.join("b".repeat(64)), "orphan").unwrap();
+        std::fs::write(blobs.join(".tmp-0123456789abcdef"), "half").unwrap();
+        std::fs::write(s.dir().join("index.json.tmp"), "{").unwrap();
+        // Open, it keeps them (a writer may be about to name a fresh one).
+        let r = store.prune(&Retention::default(), None, false).unwrap();
+        assert_eq!(r.blobs_removed, 0);
+        drop(s);
+        let r = store.prune(&Retention::default(), None, false).unwrap();
+        assert_eq!((r.blobs_removed, r.blob_bytes), (2, 10));
+        let left: Vec<_> = std::fs::read_dir(&blobs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        let (one, _) = crate::hash::hash_reader(&mut &b"one"[..]).unwrap();
+        assert_eq!(left, [one]);
+        assert!(!home.path().join("sessions/s/index.json.tmp").exists());
+        let s = store.session("s").unwrap();
+        s.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(std::fs::read(wsdir.path().join("f")).unwrap(), b"one");
     }
 
     #[test]
