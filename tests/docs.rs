@@ -1520,6 +1520,9 @@ fn the_manual_page_is_one_page_with_every_command_and_variable() {
         .collect();
     assert!(variables.contains(&"TURNBACK_HOME"), "{help}");
     variables.push("NO_COLOR");
+    // And the settings' variables, which the store reads (README, "Settings").
+    variables.push("XDG_CONFIG_HOME");
+    variables.extend(turnback_store::SETTING_KEYS.map(|(_, var)| var));
     let page = run("turnback man");
     let mut problems = Vec::new();
     for c in &commands {
