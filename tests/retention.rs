@@ -439,6 +439,17 @@ fn a_change_past_the_entry_cap_evicts_the_oldest_and_log_shows_the_gap() {
             b"new\n",
         );
     }
+    // In the same index update: the journal line that adds m5's entry drops
+    // the oldest and records it as evicted.
+    let journal = std::fs::read_to_string(session_dir(&env, "s").join("journal.jsonl")).unwrap();
+    let line = journal
+        .lines()
+        .find(|l| l.contains(r#""message_id":"m5""#) && l.contains(r#"{"entry":"#))
+        .unwrap_or_else(|| panic!("no line adds m5: {journal}"));
+    assert!(
+        line.contains(r#"{"drop_entry":2}"#) && line.contains(r#"{"evict":[{"seq":2,"#),
+        "{line}"
+    );
     let v = json_ok(&env, Some("s"), &["log"], b"");
     let msgs: Vec<&str> = v["entries"]
         .as_array()
