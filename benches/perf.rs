@@ -20,7 +20,9 @@
 //! 7. an agent's hook pair (`turnback hook claude-code`, Pre and Post of an
 //!    Edit) against two bare process starts, and with 200 sessions in the store;
 //! 8. `Store::blame` of a file of 10,000 lines with 500 versions, against
-//!    `git blame` of the same history.
+//!    `git blame` of the same history;
+//! 9. a change at the entry cap (evicting) against one at 10 entries, and the
+//!    store after a year of daily sessions under retention (`perf/caps.rs`).
 //!
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
@@ -45,6 +47,10 @@ use time::format_description::well_known::Rfc3339;
 #[path = "perf/hooks.rs"]
 mod hooks;
 use turnback_store::{RevertOptions, Session, Store, Workspace};
+
+// Section 7, in a file of its own.
+#[path = "perf/caps.rs"]
+mod caps;
 
 /// The `turnback` binary cargo built for this bench (the bench profile, i.e.
 /// release, with the dev-dependency feature `failpoints` compiled in but inert).
@@ -75,7 +81,7 @@ fn main() {
         notes: Vec::new(),
     };
     let started = Instant::now();
-    let sections: [Section; 8] = [
+    let sections: [Section; 9] = [
         (1, "write-through", write_through),
         (2, "growth with session size", growth),
         (3, "reverts", reverts),
@@ -84,6 +90,7 @@ fn main() {
         (6, "memory", memory),
         (7, "agent hooks", hooks::agent_hooks),
         (8, "blame", blame),
+        (9, "caps and a year of retention", caps::caps),
     ];
     for (n, name, run) in sections {
         if only.as_ref().is_some_and(|o| !o.contains(&n)) {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use turnback::errors::Kind;
-use turnback_store::{ChoiceReason, ErrorKind, Session, SessionChoice, Store, Workspace};
+use turnback_store::{ChoiceReason, ErrorKind, Session, SessionChoice, Settings, Store, Workspace};
 
 use crate::cli::Cli;
 use crate::commands::CliError;
@@ -27,6 +27,9 @@ pub(crate) struct Context {
     /// requests (so that a write does not open its session again); `None`
     /// in a process that runs one command.
     open: Option<OpenSessions>,
+    /// The session the command opened last: the one in use, which the
+    /// store's daily prune never removes.
+    used: std::cell::RefCell<Option<String>>,
 }
 
 /// Agent sessions kept open by id, shared by the requests of one server.
@@ -38,6 +41,8 @@ impl Context {
             Some(home) => Store::new(home),
             None => Store::open_default()?,
         };
+        // Read once, here: retention and the caps every command obeys.
+        let store = store.with_settings(Settings::load()?);
         let cwd = std::env::current_dir()
             .map_err(|e| CliError::new(format!("cannot read the current directory: {e}"), None))?;
         Ok(Context {
@@ -49,6 +54,7 @@ impl Context {
             quiet: cli.json,
             no_session_note: cli.json || cli.quiet,
             open: None,
+            used: Default::default(),
         })
     }
 
@@ -71,6 +77,7 @@ impl Context {
             quiet: true,
             no_session_note: true,
             open: Some(open),
+            used: Default::default(),
         }
     }
 
@@ -87,6 +94,14 @@ impl Context {
         for t in self.store.take_notices() {
             self.note(&format!("note: {t}: backups were readable by other users"));
         }
+    }
+
+    /// After a command that changed a session: the store's daily prune, if
+    /// it is due (`Store::prune_if_due`; it never waits for another prune),
+    /// sparing the session the command used.
+    pub(crate) fn prune_if_due(&self) {
+        let used = self.used.borrow().clone();
+        self.store.prune_if_due(used.as_deref());
     }
 
     /// The workspace: `--workspace`, else the current directory.
@@ -114,6 +129,7 @@ impl Context {
     }
 
     fn confine(&self, session: Session) -> Session {
+        *self.used.borrow_mut() = Some(session.id().to_owned());
         session.confine_to(self.workspace.as_deref().unwrap_or(&self.cwd))
     }
 

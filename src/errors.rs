@@ -255,6 +255,46 @@ pub fn row(kind: Kind) -> Row {
             )
         },
         E::UnsafeStore => hint("unsafe-store", Hint::Of(unsafe_store_hint)),
+        E::Evicted => Row {
+            exit_code: EXIT_REFUSED,
+            json: Some(|e| match e {
+                Error::Evicted { files, .. } => json!({ "files": files }),
+                _ => Value::Null,
+            }),
+            ..text(
+                "evicted",
+                "`turnback log` shows what the caps evicted; --force restores the other files",
+            )
+        },
+        E::BadConfig => Row {
+            exit_code: EXIT_USAGE,
+            json: Some(|e| match e {
+                Error::BadConfig(c) => json!({ "path": c.path, "line": c.line, "key": c.key }),
+                _ => Value::Null,
+            }),
+            ..hint(
+                "bad-config",
+                Hint::Of(|e| match e {
+                    Error::BadConfig(c) => Some(format!(
+                        "fix line {} of {} (the README lists the keys); nothing was done",
+                        c.line,
+                        c.path.display()
+                    )),
+                    _ => None,
+                }),
+            )
+        },
+        E::BadSetting => Row {
+            exit_code: EXIT_USAGE,
+            json: Some(|e| match e {
+                Error::BadSetting(b) => json!({ "name": b.name, "value": b.value }),
+                _ => Value::Null,
+            }),
+            ..text(
+                "bad-setting",
+                "unset the variable or set it to a value the README's settings allow; nothing was done",
+            )
+        },
         E::InsideStore => hint(
             "inside-store",
             Hint::Of(|e| match e {

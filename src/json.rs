@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 use turnback_store::{
-    Conflict, ConflictReason, DiffBody, Entry, Error, FileDiff, FileRevert, FileState, FileStatus,
-    PruneReport, RevertAction, RevertReport, SessionSummary,
+    Conflict, ConflictReason, DiffBody, Entry, Error, Evicted, FileDiff, FileRevert, FileState,
+    FileStatus, PruneReport, RevertAction, RevertReport, SETTING_KEYS, SessionSummary,
+    SettingSource, Settings,
 };
 
 pub fn rfc3339(t: time::OffsetDateTime) -> String {
@@ -135,14 +136,85 @@ pub fn prune(r: &PruneReport) -> Value {
     let removed: Vec<Value> = r
         .removed
         .iter()
-        .map(|s| json!({ "id": s.id, "last_change": rfc3339(s.last_change), "bytes": s.bytes }))
+        .map(|s| json!({ "id": s.id, "last_change": rfc3339(s.last_change), "bytes": s.bytes, "rank": s.rank }))
+        .collect();
+    let spared: Vec<Value> = r
+        .spared
+        .iter()
+        .map(|s| json!({ "id": s.id, "reason": s.reason.name() }))
         .collect();
     json!({
         "applied": r.applied,
+        "keep_sessions": r.retention.keep_recent,
+        "keep_days": r.retention.keep_for.as_secs() / (24 * 3600),
         "removed": removed,
+        "spared": spared,
         "kept": r.kept,
         "blobs_removed": r.blobs_removed,
         "blob_bytes": r.blob_bytes,
+    })
+}
+
+/// What a session's caps evicted (`log`'s `evicted`).
+pub fn evicted(g: &Evicted) -> Value {
+    let files: Vec<Value> = g
+        .files
+        .iter()
+        .map(|f| json!({ "workspace": f.workspace, "path": f.path, "seq": f.seq, "message_id": f.message_id, "turn": f.turn }))
+        .collect();
+    let messages: Vec<Value> = g
+        .messages
+        .iter()
+        .map(|m| json!({ "id": m.id, "seq": m.seq, "turn": m.turn }))
+        .collect();
+    json!({
+        "entries": g.entries,
+        "through_seq": g.through_seq,
+        "oldest": rfc3339(g.oldest),
+        "newest": rfc3339(g.newest),
+        "files": files,
+        "messages": messages,
+    })
+}
+
+/// The settings in force (`turnback config`): each key's value and where it
+/// came from.
+pub fn settings(s: &Settings) -> Value {
+    let values = [
+        json!(s.keep_sessions.value),
+        json!(s.keep_days.value),
+        json!(s.max_entries.value),
+        json!(s.max_bytes.value),
+    ];
+    let list: Vec<Value> = SETTING_KEYS
+        .iter()
+        .zip(values)
+        .map(|((key, env), value)| {
+            let (source, file, line) = match s.source_of(key) {
+                SettingSource::Default => ("default", None, None),
+                SettingSource::File { path, line } => ("file", Some(path), Some(*line)),
+                SettingSource::Env(_) => ("env", None, None),
+                SettingSource::Flag(_) => ("flag", None, None),
+            };
+            let name = match s.source_of(key) {
+                SettingSource::Env(n) | SettingSource::Flag(n) => Some(*n),
+                _ => None,
+            };
+            json!({
+                "key": key,
+                "value": value,
+                "source": source,
+                "file": file,
+                "line": line,
+                "name": name,
+                "env": env,
+            })
+        })
+        .collect();
+    json!({
+        "config_file": s.config_file,
+        "config_file_exists": s.config_file.as_ref().is_some_and(|p| p.exists()),
+        "settings": list,
     })
 }
 

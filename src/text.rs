@@ -2,8 +2,8 @@
 //! as snapshots in `tests/cli.rs`.
 
 use turnback_store::{
-    ConflictReason, DiffBody, Entry, FileDiff, FileRevert, FileStatus, PruneReport, RevertAction,
-    RevertReport, SessionSummary,
+    ConflictReason, DiffBody, Entry, Evicted, FileDiff, FileRevert, FileStatus, PruneReport,
+    RevertAction, RevertReport, SETTING_KEYS, SessionSummary, Settings, SpareReason,
 };
 
 use crate::output::{Out, Role};
@@ -267,13 +267,30 @@ pub fn prune(r: &PruneReport) -> String {
         ("would remove", "would keep")
     };
     let mut s = String::new();
+    let days = r.retention.keep_for.as_secs() / (24 * 3600);
+    let now = time::OffsetDateTime::now_utc();
     for p in &r.removed {
+        let unchanged = (now - p.last_change).whole_days().max(0);
         s.push_str(&format!(
-            "{verb} session {} (last change {}, {} bytes)\n",
+            "{verb} session {} (last change {}, {} bytes): {} newest, unchanged for {unchanged} {} (keeping the {} newest and any changed in {days} {})\n",
             p.id,
             time(p.last_change),
-            p.bytes
+            p.bytes,
+            ordinal(p.rank),
+            plural(unchanged as usize, "day"),
+            r.retention.keep_recent,
+            plural(days as usize, "day"),
         ));
+    }
+    for x in &r.spared {
+        let why = match x.reason {
+            SpareReason::InUse => "it is the session in use",
+            SpareReason::Open => "a running process has it open",
+            SpareReason::Busy => "a change to it is under way",
+            SpareReason::Changed => "it changed while prune ran",
+            SpareReason::Unreadable => "its index cannot be read",
+        };
+        s.push_str(&format!("{keep} session {}, old as it is: {why}\n", x.id));
     }
     s.push_str(&format!(
         "{verb} {} {}, {keep} {}; {verb} {} unused {} ({} bytes)\n",
@@ -285,6 +302,79 @@ pub fn prune(r: &PruneReport) -> String {
         r.blob_bytes
     ));
     s
+}
+
+/// The line `log` shows where the caps evicted the oldest changes.
+pub fn evicted_gap(out: &Out, g: &Evicted) -> String {
+    let (first, last) = (g.messages.first(), g.messages.last());
+    let messages = match (first, last) {
+        (Some(a), Some(b)) if a.id == b.id => format!("message {}", escape(&a.id)),
+        (Some(a), Some(b)) => format!(
+            "{} messages, {} to {}",
+            g.messages.len(),
+            escape(&a.id),
+            escape(&b.id)
+        ),
+        _ => "no message".into(),
+    };
+    let line = format!(
+        "… {} older {} evicted by the session's caps ({messages}; {} to {}): undo, revert and rewind cannot go back past them",
+        g.entries,
+        plural(g.entries as usize, "change"),
+        time(g.oldest),
+        time(g.newest),
+    );
+    format!("{}\n", out.paint(Role::Warn, &line))
+}
+
+/// 1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The settings in force (`turnback config`), each with where it came from.
+pub fn settings(out: &Out, s: &Settings) -> String {
+    let file = match &s.config_file {
+        Some(p) if p.exists() => escape_path(p),
+        Some(p) => format!("{} (none there)", escape_path(p)),
+        None => "(no home directory to look in)".into(),
+    };
+    let mut text = format!("config file: {file}\n");
+    for (key, value, env) in setting_rows(s) {
+        text.push_str(&format!(
+            "{key:<14} {value:<12} {}  (env {env})\n",
+            out.paint(Role::Dim, &escape(&s.source_of(key).to_string()))
+        ));
+    }
+    text
+}
+
+/// Each setting's key, value as shown, and environment variable.
+fn setting_rows(s: &Settings) -> Vec<(&'static str, String, &'static str)> {
+    let size = |n: u64| match n {
+        n if n % (1 << 30) == 0 => format!("{}G", n >> 30),
+        n if n % (1 << 20) == 0 => format!("{}M", n >> 20),
+        n if n % (1 << 10) == 0 => format!("{}K", n >> 10),
+        n => n.to_string(),
+    };
+    let values = [
+        s.keep_sessions.value.to_string(),
+        s.keep_days.value.to_string(),
+        s.max_entries.value.to_string(),
+        size(s.max_bytes.value),
+    ];
+    SETTING_KEYS
+        .iter()
+        .zip(values)
+        .map(|((key, env), v)| (*key, v, *env))
+        .collect()
 }
 
 /// A unified diff with its `---`/`+++` lines (which name the file) escaped; the

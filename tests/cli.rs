@@ -236,6 +236,8 @@ pub(crate) fn settings(env: &Env) -> insta::Settings {
     s.add_filter(&format!("{TIME} "), format!("{:<23} ", "[TIME]"));
     s.add_filter(TIME, "[TIME]");
     s.add_filter(r"\b[0-9a-f]{64}\b", "[SHA256]");
+    // How long ago a fixed day was grows by one every day.
+    s.add_filter(r"unchanged for \d+ days", "unchanged for [DAYS] days");
     s
 }
 

@@ -914,7 +914,10 @@ fn prune_dry_run_reports_what_it_would_delete_and_deletes_nothing() {
         v,
         json!({
             "applied": false,
-            "removed": [ { "id": "s00", "last_change": "2001-09-09T01:46:40Z", "bytes": 4 } ],
+            "keep_sessions": 20,
+            "keep_days": 30,
+            "removed": [ { "id": "s00", "last_change": "2001-09-09T01:46:40Z", "bytes": 4, "rank": 21 } ],
+            "spared": [],
             "kept": 20,
             "blobs_removed": 1,
             "blob_bytes": 4,

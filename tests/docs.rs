@@ -481,6 +481,14 @@ const CONSOLE: &[Console] = &[
     },
     Console {
         file: JSON_MD,
+        block: "$ printf '# mine\\nkeep_days = 7\\n' > ~/.config/turnback/config.toml\n$ TURNBACK_MAX_ENTRIES=500 turnback config --json",
+        session: None,
+        // `~` is a scratch HOME here (`XDG_CONFIG_HOME` is unset).
+        setup: &["mkdir -p ~/.config/turnback"],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
         block: "$ turnback prune --dry-run --json",
         session: None,
         setup: &[
@@ -692,10 +700,16 @@ fn every_console_example_of_the_docs_is_in_the_table_and_no_other() {
 fn run_console(c: &Console, ex: &ConsoleExample, shown: Option<&Value>) -> Vec<String> {
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
+    // A scratch HOME: the settings are read from its `~/.config` (a config
+    // example writes one there), never from the user's.
+    let user = tempfile::tempdir().unwrap();
     let with = |session: Option<&'static str>| {
         let home = home.path();
+        let user = user.path();
         move |cmd: &mut Command| {
-            cmd.env("TURNBACK_HOME", home);
+            cmd.env("TURNBACK_HOME", home)
+                .env("HOME", user)
+                .env_remove("XDG_CONFIG_HOME");
             if let Some(s) = session {
                 cmd.env("TURNBACK_SESSION", s);
             }
@@ -1574,6 +1588,9 @@ fn the_manual_page_is_one_page_with_every_command_and_variable() {
         .collect();
     assert!(variables.contains(&"TURNBACK_HOME"), "{help}");
     variables.push("NO_COLOR");
+    // And the settings' variables, which the store reads (README, "Settings").
+    variables.push("XDG_CONFIG_HOME");
+    variables.extend(turnback_store::SETTING_KEYS.map(|(_, var)| var));
     let page = run("turnback man");
     let mut problems = Vec::new();
     for c in &commands {

@@ -62,3 +62,5 @@ mod real_agents;
 mod serve;
 // `turnback mcp`: a real MCP handshake and tool calls over a pipe, and the install line.
 mod mcp;
+// Settings (config file, environment, flags), retention, per-session caps and garbage collection.
+mod retention;

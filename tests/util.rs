@@ -102,6 +102,17 @@ impl Env {
         self.ws.path().join(rel)
     }
 
+    /// The `XDG_CONFIG_HOME` of the commands this runs (nothing there
+    /// unless a test writes `config_file`).
+    pub fn config_home(&self) -> PathBuf {
+        self.home.path().join("xdg-config")
+    }
+
+    /// The config file the commands this runs read.
+    pub fn config_file(&self) -> PathBuf {
+        self.config_home().join("turnback/config.toml")
+    }
+
     /// `turnback` run in the workspace with this home and (when given) session.
     pub fn cmd(&self, session: Option<&str>) -> Command {
         self.command(bin(), session)
@@ -112,6 +123,13 @@ impl Env {
         let mut c = Command::new(program);
         c.current_dir(self.ws.path())
             .env("TURNBACK_HOME", self.home.path())
+            // The settings are the defaults unless a test writes a config
+            // file (`config_file`): never the config of the user running them.
+            .env("XDG_CONFIG_HOME", self.config_home())
+            .env_remove("TURNBACK_KEEP_SESSIONS")
+            .env_remove("TURNBACK_KEEP_DAYS")
+            .env_remove("TURNBACK_MAX_ENTRIES")
+            .env_remove("TURNBACK_MAX_BYTES")
             .env_remove("TURNBACK_SESSION")
             .env_remove("TURNBACK_WORKSPACE");
         if let Some(s) = session {

@@ -84,11 +84,23 @@ impl Reverted {
 
 impl Report for Reverted {
     fn json(&self) -> Option<Value> {
-        Some(json::revert(&self.report, &self.diffs))
+        let mut v = json::revert(&self.report, &self.diffs);
+        // Only a forced revert past what the caps evicted has it.
+        if !self.report.evicted.is_empty() {
+            v["evicted"] = serde_json::json!(self.report.evicted);
+        }
+        Some(v)
     }
 
     fn text(&self, out: &Out) -> String {
-        text::revert(out, &self.what, &self.report, &self.diffs)
+        let mut t = text::revert(out, &self.what, &self.report, &self.diffs);
+        for f in &self.report.evicted {
+            t.push_str(&format!(
+                "left {} as it is: the session's caps evicted the changes it would need\n",
+                text::escape_path(f)
+            ));
+        }
+        t
     }
 
     /// A dry run (not forced) that found a file the real command would

@@ -8,8 +8,9 @@ use time::OffsetDateTime;
 use turnback::history;
 use turnback::json;
 use turnback::output::Out;
+use turnback::text;
 use turnback::when;
-use turnback_store::{Entry, Turn};
+use turnback_store::{Entry, Evicted, Turn};
 
 use crate::commands::CliError;
 use crate::context::Context;
@@ -46,6 +47,9 @@ pub(crate) struct SessionLog {
     id: String,
     entries: Vec<Entry>,
     turns: Vec<Turn>,
+    /// What the session's caps evicted, if anything: the gap before its
+    /// oldest entry kept.
+    gap: Option<Evicted>,
 }
 
 /// The entries of one session, or with `--all` of each session with changes
@@ -63,6 +67,10 @@ impl Report for Logs {
             .map(|l| {
                 let mut v = json::entries(&l.id, &l.entries);
                 v["turns"] = history::log_turns_json(&l.turns, &l.entries);
+                // Only a session whose caps evicted something has it.
+                if let Some(g) = &l.gap {
+                    v["evicted"] = json::evicted(g);
+                }
                 v
             })
             .collect();
@@ -84,7 +92,16 @@ impl Report for Logs {
         let blocks: Vec<String> = self
             .logs
             .iter()
-            .map(|l| history::log(out, &l.id, &l.entries, &l.turns))
+            .map(|l| {
+                let log = history::log(out, &l.id, &l.entries, &l.turns);
+                // The gap goes first, before the oldest change kept.
+                match (&l.gap, log.split_once('\n')) {
+                    (Some(g), Some((head, rest))) => {
+                        format!("{head}\n{}{rest}", text::evicted_gap(out, g))
+                    }
+                    _ => log,
+                }
+            })
             .collect();
         blocks.join("\n")
     }
@@ -132,6 +149,7 @@ pub(crate) fn run(ctx: &Context, args: &LogArgs) -> Result<Logs, CliError> {
             id: s.id().to_owned(),
             entries,
             turns,
+            gap: s.evicted()?,
         });
     }
     Ok(Logs {

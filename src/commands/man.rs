@@ -78,6 +78,23 @@ fn render_man() -> std::io::Result<String> {
          was, and for \\fB\\-\\-since\\fR and \\fB\\-\\-until\\fR (tests and demos). Times \
          are shown in the local time zone (\\fBTZ\\fR).\n",
     );
+    // The settings' variables, which the store's settings read, not clap.
+    page.push_str(
+        ".TP\n\\fBXDG_CONFIG_HOME\\fR\nWhere the config file is: \
+         \\fB$XDG_CONFIG_HOME/turnback/config.toml\\fR, else \
+         \\fB~/.config/turnback/config.toml\\fR; \\fBturnback config\\fR shows the settings in force.\n",
+    );
+    for (key, var) in turnback_store::SETTING_KEYS {
+        page.push_str(&format!(
+            ".TP\n\\fB{var}\\fR\nOverrides \\fB{}\\fR of the config file{}.\n",
+            escape(key),
+            if key == "max_bytes" {
+                " (bytes, or with a unit: 500M, 2G)"
+            } else {
+                ""
+            },
+        ));
+    }
 
     let mut tail = Vec::new();
     man.render_extra_section(&mut tail)?;

@@ -7,6 +7,7 @@ mod checkpoint;
 mod commit;
 mod common;
 mod completions;
+mod config;
 mod demo;
 mod diff;
 mod doctor;
@@ -69,6 +70,7 @@ pub(crate) enum Command {
     Prune(prune::PruneArgs),
     Serve(serve::ServeArgs),
     Mcp(mcp::McpArgs),
+    Config(config::ConfigArgs),
     Demo(demo::DemoArgs),
     Completions(completions::CompletionsArgs),
     Man(man::ManArgs),
@@ -76,6 +78,28 @@ pub(crate) enum Command {
     Install(install::InstallArgs),
     Uninstall(install::UninstallArgs),
     Doctor(doctor::DoctorArgs),
+}
+
+impl Command {
+    /// True for the commands that change a session (after which the store
+    /// prunes, once a day).
+    fn changes_a_session(&self) -> bool {
+        use Command as C;
+        matches!(
+            self,
+            C::Write(_)
+                | C::Rm(_)
+                | C::Mv(_)
+                | C::Checkpoint(_)
+                | C::Commit(_)
+                | C::Rollback(_)
+                | C::Turn(_)
+                | C::Undo(_)
+                | C::Revert(_)
+                | C::Rewind(_)
+                | C::Redo(_)
+        )
+    }
 }
 
 /// A command line clap could not parse (or `--help`, `--version`): clap's own
@@ -118,6 +142,10 @@ pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
         // A check that found a refusal ends as the real command would.
         if let Some(refusal) = report.refusal() {
             done = Err(refusal);
+        }
+        // Once its output is written: the daily prune, after a change.
+        if let Some(ctx) = ctx.as_ref().filter(|_| cli.command.changes_a_session()) {
+            ctx.prune_if_due();
         }
     }
     // Whatever the command did, say which store directories it made private.
@@ -179,6 +207,7 @@ pub(crate) fn in_context(ctx: &Context, command: &Command) -> Result<Box<dyn Rep
         Command::Blame(args) => blame::run(ctx, args).map(boxed),
         Command::Sessions(args) => sessions::run(ctx, args).map(boxed),
         Command::Prune(args) => prune::run(ctx, args).map(boxed),
+        Command::Config(args) => config::run(ctx, args).map(boxed),
         Command::Demo(_)
         | Command::Completions(_)
         | Command::Man(_)

@@ -3,7 +3,7 @@
 use serde_json::Value;
 use turnback::output::Out;
 use turnback::{json, text};
-use turnback_store::{PruneReport, Retention};
+use turnback_store::{PruneReport, Retention, SettingSource};
 
 use crate::commands::CliError;
 use crate::context::Context;
@@ -11,11 +11,19 @@ use crate::render::Report;
 
 /// Delete old sessions (keeps the 20 newest and any changed in 30 days)
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  turnback prune --dry-run")]
+#[command(
+    after_help = "`turnback config` shows the settings in force.\n\nExample:\n  turnback prune --dry-run --keep-days 7"
+)]
 pub(crate) struct PruneArgs {
-    /// Show what would be deleted; delete nothing
+    /// Show what would be deleted, and why; delete nothing
     #[arg(long, short = 'n')]
     dry_run: bool,
+    /// Keep this many most recently changed sessions [default: keep_sessions]
+    #[arg(long, value_name = "N")]
+    keep_sessions: Option<usize>,
+    /// Keep every session changed in this many days [default: keep_days]
+    #[arg(long, value_name = "DAYS")]
+    keep_days: Option<u64>,
 }
 
 /// What prune removed, or would remove.
@@ -32,8 +40,19 @@ impl Report for Pruned {
 }
 
 pub(crate) fn run(ctx: &Context, args: &PruneArgs) -> Result<Pruned, CliError> {
+    let mut settings = ctx.store.settings().clone();
+    if let Some(n) = args.keep_sessions {
+        settings
+            .keep_sessions
+            .set(n, SettingSource::Flag("--keep-sessions"));
+    }
+    if let Some(d) = args.keep_days {
+        settings
+            .keep_days
+            .set(d, SettingSource::Flag("--keep-days"));
+    }
     let r = ctx
         .store
-        .prune(&Retention::default(), ctx.named_session(), args.dry_run)?;
+        .prune(&Retention::of(&settings), ctx.named_session(), args.dry_run)?;
     Ok(Pruned(r))
 }

@@ -353,6 +353,29 @@ pub enum Error {
         session: String,
     },
 
+    /// An undo, revert or rewind would go back past entries the session's
+    /// caps evicted: these files cannot be put back as they were at the point
+    /// asked for. Nothing was touched (with `force`, the other files are
+    /// restored and these listed).
+    #[error(
+        "session {session:?}: refused, nothing was touched: the session's caps evicted the changes it would need for {}; --force restores the other files and leaves these",
+        files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    Evicted {
+        /// The session id.
+        session: String,
+        /// The files (absolute paths) it cannot restore.
+        files: Vec<PathBuf>,
+    },
+
+    /// The config file does not parse or holds a wrong key. Nothing was done.
+    #[error(transparent)]
+    BadConfig(crate::config_error::ConfigFileError),
+
+    /// A setting's environment variable holds a wrong value. Nothing was done.
+    #[error(transparent)]
+    BadSetting(crate::config_error::SettingError),
+
     /// The path is inside the store home (the store lives in the workspace):
     /// turnback does not change its own files as a workspace file, which
     /// would lose the change and damage the store. Nothing was touched.
@@ -436,6 +459,9 @@ error_kinds!(
     ContentsMismatch,
     UnsafeStore,
     OutsideScope,
+    Evicted,
+    BadConfig,
+    BadSetting,
     InsideStore,
 );
 

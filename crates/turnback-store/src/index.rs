@@ -17,10 +17,11 @@ use crate::relpath::{RelPath, is_relative_path, is_temp_name};
 
 /// The format version this build writes and the newest it reads. Format 1 had
 /// no turns, no revert history and no read marks; format 2 had no journal
-/// (`journal.jsonl`). Both are read as a format 3 index without them, and the
-/// first change rewrites the snapshot as format 3, so that an older build that
-/// cannot see the journal refuses the session instead of misreading it.
-pub const FORMAT_VERSION: u64 = 3;
+/// (`journal.jsonl`); format 3 no record of evicted entries (`evicted`). Each
+/// is read as a format 4 index without them, and the first change rewrites the
+/// snapshot as format 4, so that an older build that cannot see the journal
+/// (or the gap eviction left) refuses the session instead of misreading it.
+pub const FORMAT_VERSION: u64 = 4;
 
 /// A file's state on one side of a change: its contents (by hash), size and mode,
 /// or its absence.
@@ -279,6 +280,9 @@ pub(crate) struct Index {
     pub(crate) next_record: u64,
     #[serde(default)]
     pub(crate) reads: Vec<ReadMark>,
+    /// What the caps evicted (format 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) evicted: Option<crate::evicted::Evicted>,
 }
 
 fn one<T: From<u8>>() -> T {
@@ -303,6 +307,7 @@ impl Index {
             history: Vec::new(),
             next_record: 1,
             reads: Vec::new(),
+            evicted: None,
         }
     }
 
@@ -364,6 +369,14 @@ impl Index {
         }
         for m in &self.reads {
             check_read(m)?;
+        }
+        if let Some(f) = self
+            .evicted
+            .iter()
+            .flat_map(|e| &e.files)
+            .find(|f| !is_relative_path(&f.path) || !f.workspace.is_absolute())
+        {
+            return Err(format!("an evicted file has an unsafe path {:?}", f.path));
         }
         Ok(())
     }

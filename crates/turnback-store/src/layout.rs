@@ -12,6 +12,8 @@
 //! <home>/sessions/.pruned-<id>-<random>    a session prune is deleting
 //! <home>/locks/<sha256>                    a workspace file's or directory's lock
 //! <home>/locks/<sha256>.mark               a file being written between two processes (`mark.rs`)
+//! <home>/prune.lock                        held by the one prune that runs at a time
+//! <home>/pruned-at                         its modification time: when a prune last ran by itself
 //! ```
 //!
 //! An index is read in one of four ways, each for one kind of caller (a
@@ -41,6 +43,13 @@ pub(crate) const LOCKS_DIR: &str = "locks";
 
 /// The name prefix of a session directory that prune renamed away to delete.
 pub(crate) const PRUNED_PREFIX: &str = ".pruned-";
+
+/// The lock one prune at a time holds (`auto_prune.rs`). Never replaced.
+pub(crate) const PRUNE_LOCK: &str = "prune.lock";
+
+/// The file whose modification time says when the store last pruned by
+/// itself (`auto_prune.rs`).
+pub(crate) const PRUNE_STAMP: &str = "pruned-at";
 
 /// The session's lock: shared to read the index, exclusive to change it.
 /// Never replaced or deleted while the session exists.

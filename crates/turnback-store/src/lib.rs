@@ -90,14 +90,18 @@
 
 #![warn(missing_docs)]
 
+mod auto_prune;
 mod blame;
 mod blobs;
+mod caps;
 mod checkpoint;
+mod config_error;
 mod conflict;
 mod crash;
 mod diff;
 mod durable;
 mod error;
+mod evicted;
 mod guard;
 mod hash;
 mod home;
@@ -115,6 +119,7 @@ mod retention;
 mod revert;
 mod session;
 mod session_id;
+mod settings;
 mod steps;
 mod store;
 mod sys;
@@ -125,12 +130,15 @@ mod workspace;
 #[doc(hidden)]
 pub mod fuzz_support;
 
+pub use auto_prune::AUTO_PRUNE_INTERVAL;
 pub use blame::{Blame, NoBlame, Origin};
 pub use checkpoint::Checkpoint;
+pub use config_error::{ConfigFileError, SettingError};
 #[doc(hidden)]
 pub use crash::CRASH_POINTS;
 pub use diff::{DiffBody, FileDiff, MAX_DIFF_BYTES};
 pub use error::{ChangedBy, Conflict, ConflictReason, Error, ErrorKind, Result, UnsafeReason};
+pub use evicted::{Evicted, EvictedFile, EvictedMessage};
 pub use home::{HOME_ENV, default_home};
 pub use index::{
     Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,
@@ -138,12 +146,13 @@ pub use index::{
 };
 pub use listing::{ChoiceReason, ChosenSession, SessionChoice, SessionSummary};
 pub use mark::{Mark, Settled};
-pub use retention::{PruneReport, PrunedSession, Retention};
+pub use retention::{PruneReport, PrunedSession, Retention, SpareReason, SparedSession};
 pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,
 };
 pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
+pub use settings::{KEYS as SETTING_KEYS, Setting, Settings, Source as SettingSource, parse_size};
 pub use store::{Options, Store};
 pub use trust::Tightened;
 pub use turns::TurnSummary;

@@ -8,7 +8,6 @@
 //! (kept for redo) names are deleted once they are older than a grace period
 //! (a writer may be about to name one).
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -36,7 +35,18 @@ impl Default for Retention {
         Retention {
             keep_recent: 20,
             keep_for: Duration::from_secs(30 * 24 * 3600),
-            blob_grace: Duration::from_secs(3600),
+            blob_grace: crate::caps::BLOB_GRACE,
+        }
+    }
+}
+
+impl Retention {
+    /// What `settings` keep (and the default grace for backups).
+    pub fn of(settings: &crate::settings::Settings) -> Retention {
+        Retention {
+            keep_recent: settings.keep_sessions.value,
+            keep_for: settings.keep_for(),
+            ..Retention::default()
         }
     }
 }
@@ -48,12 +58,16 @@ pub struct PruneReport {
     pub applied: bool,
     /// The sessions removed.
     pub removed: Vec<PrunedSession>,
+    /// The sessions retention alone would remove that were kept, and why.
+    pub spared: Vec<SparedSession>,
     /// How many sessions are kept.
     pub kept: usize,
     /// Unreferenced backups deleted from kept sessions.
     pub blobs_removed: usize,
     /// Their bytes.
     pub blob_bytes: u64,
+    /// The retention the prune went by.
+    pub retention: Retention,
 }
 
 /// One session removed by a prune.
@@ -66,6 +80,46 @@ pub struct PrunedSession {
     pub last_change: OffsetDateTime,
     /// Bytes of backups it held.
     pub bytes: u64,
+    /// Its place among the sessions by last change, newest first (1 is the
+    /// newest): why it is not among those kept for being recent.
+    pub rank: usize,
+}
+
+/// A session retention alone would remove that a prune kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SparedSession {
+    /// The session id.
+    pub id: String,
+    /// Why it was kept.
+    pub reason: SpareReason,
+}
+
+/// Why a prune kept a session that retention alone would remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpareReason {
+    /// It is the session in use (the one named, or making the change).
+    InUse,
+    /// A live process has it open (holds its `live` lock).
+    Open,
+    /// A process holds its lock (a change under way).
+    Busy,
+    /// It changed since the prune listed the sessions.
+    Changed,
+    /// Its index cannot be read, or its directory is not safe to use.
+    Unreadable,
+}
+
+impl SpareReason {
+    /// A stable name (`in-use`, `open`, `busy`, `changed`, `unreadable`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SpareReason::InUse => "in-use",
+            SpareReason::Open => "open",
+            SpareReason::Busy => "busy",
+            SpareReason::Changed => "changed",
+            SpareReason::Unreadable => "unreadable",
+        }
+    }
 }
 
 struct Candidate {
@@ -96,8 +150,32 @@ impl Seen {
 
 impl Store {
     /// Removes the sessions `retention` does not keep, never `in_use`, and
-    /// deletes old unreferenced backups of the sessions it keeps.
+    /// deletes old unreferenced backups of the sessions it keeps. One prune
+    /// runs at a time: this one waits (at most the session lock timeout) for
+    /// another to end, then goes on regardless, since every removal is
+    /// decided again under the session's own locks.
     pub fn prune(
+        &self,
+        retention: &Retention,
+        in_use: Option<&str>,
+        dry_run: bool,
+    ) -> Result<PruneReport> {
+        let _one_at_a_time = match dry_run || !self.home().is_dir() {
+            true => None,
+            false => crate::lock::acquire(
+                &self.home().join(crate::layout::PRUNE_LOCK),
+                Mode::Exclusive,
+                self.options().session_lock_timeout,
+                None,
+            )
+            .ok(),
+        };
+        self.prune_unlocked(retention, in_use, dry_run)
+    }
+
+    /// [`Store::prune`], for a caller that holds the prune lock (or knows
+    /// there is none to take).
+    pub(crate) fn prune_unlocked(
         &self,
         retention: &Retention,
         in_use: Option<&str>,
@@ -133,17 +211,28 @@ impl Store {
         let mut report = PruneReport {
             applied: !dry_run,
             removed: Vec::new(),
+            spared: Vec::new(),
             kept: 0,
             blobs_removed: 0,
             blob_bytes: 0,
+            retention: retention.clone(),
         };
         for (rank, c) in candidates.iter().enumerate() {
             let age = now.duration_since(c.last_change).unwrap_or_default();
-            let keep = rank < retention.keep_recent
-                || age < retention.keep_for
-                || in_use == Some(c.id.as_str())
-                || !c.readable;
-            if keep || !self.remove_session(c, dry_run, &mut report)? {
+            let retained = rank < retention.keep_recent || age < retention.keep_for;
+            let spared = match () {
+                _ if retained => None,
+                _ if in_use == Some(c.id.as_str()) => Some(SpareReason::InUse),
+                _ if !c.readable => Some(SpareReason::Unreadable),
+                _ => self.remove_session(c, rank + 1, dry_run, &mut report)?,
+            };
+            if let Some(reason) = spared {
+                report.spared.push(SparedSession {
+                    id: c.id.clone(),
+                    reason,
+                });
+            }
+            if retained || spared.is_some() {
                 report.kept += 1;
                 let (n, bytes) = self.collect_session_garbage(&c.id, retention, dry_run);
                 report.blobs_removed += n;
@@ -154,28 +243,32 @@ impl Store {
         Ok(report)
     }
 
-    /// Removes one session unless it is in use; true if removed. In use: a
-    /// handle in any process holds `live` (it may be about to record an entry
-    /// naming a backup it just stored), or a change holds the session's lock,
-    /// or the session changed since prune looked at it (a write that ran to
-    /// completion in between). Decided under both locks, at the moment of
-    /// removal, and never by a guess about time.
+    /// Removes one session unless it is in use; why it was kept, or `None`
+    /// when removed. In use: a handle in any process holds `live` (it may be
+    /// about to record an entry naming a backup it just stored), or a change
+    /// holds the session's lock, or the session changed since prune looked at
+    /// it (a write that ran to completion in between). Decided under both
+    /// locks, at the moment of removal, and never by a guess about time.
     fn remove_session(
         &self,
         c: &Candidate,
+        rank: usize,
         dry_run: bool,
         report: &mut PruneReport,
-    ) -> Result<bool> {
+    ) -> Result<Option<SpareReason>> {
         let (id, last_change) = (c.id.as_str(), c.last_change);
         let dir = self.session_dir(id);
         let Some(live) = dir.try_lock_live() else {
-            return Ok(false);
+            return Ok(Some(SpareReason::Open));
         };
         let Some(guard) = dir.try_lock(Mode::Exclusive) else {
-            return Ok(false);
+            return Ok(Some(SpareReason::Busy));
         };
-        if Seen::of(&dir) != c.seen || dir.load().is_err() {
-            return Ok(false);
+        if Seen::of(&dir) != c.seen {
+            return Ok(Some(SpareReason::Changed));
+        }
+        if dir.load().is_err() {
+            return Ok(Some(SpareReason::Unreadable));
         }
         let bytes = dir.blob_bytes();
         if !dry_run {
@@ -192,10 +285,18 @@ impl Store {
             id: id.to_owned(),
             last_change: last_change.into(),
             bytes,
+            rank,
         });
-        Ok(true)
+        Ok(None)
     }
 
+    /// Collects session `id`'s garbage under its lock: backups no entry or
+    /// revert record names, the temporaries of backups never named, and
+    /// `index.json.tmp` / `reverting.json.tmp` left by a killed process. When
+    /// no handle anywhere has the session open (`live` taken exclusively, at
+    /// once), no process can be about to name a backup, so every unnamed one
+    /// goes; otherwise only those older than the grace period. A session busy
+    /// right now is collected next time.
     fn collect_session_garbage(
         &self,
         id: &str,
@@ -203,7 +304,14 @@ impl Store {
         dry_run: bool,
     ) -> (usize, u64) {
         let dir = self.session_dir(id);
-        // A session busy right now is collected next time.
+        // A dry run makes no file: without `live`, no handle holds it.
+        let no_live = dry_run && !dir.live_path().exists();
+        // Held while collecting: no handle opens the session meanwhile.
+        let live = match no_live {
+            true => None,
+            false => dir.try_lock_live(),
+        };
+        let unused = no_live || live.is_some();
         let Some(_guard) = dir.try_lock(Mode::Exclusive) else {
             return (0, 0);
         };
@@ -211,22 +319,18 @@ impl Store {
             return (0, 0);
         };
         // Entries in effect, and what the revert history keeps for redo.
-        let recorded = idx.history.iter().flat_map(|r| &r.entries);
-        let entry_states = idx
-            .entries
-            .iter()
-            .chain(recorded)
-            .flat_map(|e| std::iter::once(&e.before).chain(e.after.as_ref()));
-        let redo_states = idx
-            .history
-            .iter()
-            .flat_map(|r| &r.files)
-            .flat_map(|f| std::iter::once(&f.restored).chain(f.overwritten.as_ref()));
-        let referenced: HashSet<&str> = entry_states
-            .chain(redo_states)
-            .filter_map(|s| s.sha256.as_deref())
-            .collect();
-        let older_than = SystemTime::now() - retention.blob_grace;
+        let referenced = crate::caps::referenced(&idx);
+        let older_than = match unused {
+            true => SystemTime::now() + Duration::from_secs(1),
+            false => SystemTime::now() - retention.blob_grace,
+        };
+        if !dry_run {
+            // Their writers held the session's lock, which is ours now: a
+            // crash left them.
+            for temp in [&dir.index_files().index_temp, &dir.marker_temp_path()] {
+                let _ = std::fs::remove_file(temp);
+            }
+        }
         dir.blobs()
             .collect_garbage(&referenced, older_than, dry_run)
     }
@@ -397,6 +501,39 @@ mod tests {
         let r = store.prune(&none, None, false).unwrap();
         assert!(r.removed.is_empty(), "{r:?}");
         assert_eq!(store.session_ids().unwrap(), ["busy", "damaged"]);
+    }
+
+    #[test]
+    fn with_no_handle_open_every_unnamed_backup_and_temporary_goes_at_once() {
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let store = Store::new(home.path());
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let s = store.session("s").unwrap();
+        std::fs::write(wsdir.path().join("f"), "one").unwrap();
+        s.write(&ws, "f", &b"two"[..], "m").unwrap();
+        let blobs = s.dir().join("blobs");
+        // What killed processes leave: a backup never named, a backup's
+        // temporary, the snapshot's temporary.
+        std::fs::write(blobs.join("b".repeat(64)), "orphan").unwrap();
+        std::fs::write(blobs.join(".tmp-0123456789abcdef"), "half").unwrap();
+        std::fs::write(s.dir().join("index.json.tmp"), "{").unwrap();
+        // Open, it keeps them (a writer may be about to name a fresh one).
+        let r = store.prune(&Retention::default(), None, false).unwrap();
+        assert_eq!(r.blobs_removed, 0);
+        drop(s);
+        let r = store.prune(&Retention::default(), None, false).unwrap();
+        assert_eq!((r.blobs_removed, r.blob_bytes), (2, 10));
+        let left: Vec<_> = std::fs::read_dir(&blobs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        let (one, _) = crate::hash::hash_reader(&mut &b"one"[..]).unwrap();
+        assert_eq!(left, [one]);
+        assert!(!home.path().join("sessions/s/index.json.tmp").exists());
+        let s = store.session("s").unwrap();
+        s.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(std::fs::read(wsdir.path().join("f")).unwrap(), b"one");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! listing the sessions is `listing.rs`.)
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use crate::home;
 use crate::layout::{LOCKS_DIR, SESSIONS_DIR, SessionDir};
 use crate::lock::{self, LockDir, LockError, LockGuard, Mode};
 use crate::relpath::RelPath;
+use crate::settings::Settings;
 use crate::trust::{self, Tightened};
 use crate::workspace::Workspace;
 
@@ -42,6 +44,12 @@ pub struct Store {
     /// `<home>/locks`.
     locks: LockDir,
     options: Options,
+    /// Retention and the per-session caps, as the caller loaded them
+    /// ([`Settings::load`]); the defaults unless given.
+    settings: Arc<Settings>,
+    /// Set once a change through this handle has looked whether the store
+    /// is due to prune by itself (`auto_prune.rs`).
+    auto_prune_checked: Arc<AtomicBool>,
     /// Set once the home and `locks/` passed their check (`trust.rs`): a
     /// writer takes a file lock for every change, and the check need not
     /// cost that often.
@@ -69,6 +77,8 @@ impl Store {
             locks: LockDir::new(home.join(LOCKS_DIR)),
             home,
             options: Options::default(),
+            settings: Arc::new(Settings::default()),
+            auto_prune_checked: Arc::new(AtomicBool::new(false)),
             locks_checked: Arc::new(OnceLock::new()),
             notices: Arc::new(Mutex::new(Vec::new())),
             real_home: Arc::new(OnceLock::new()),
@@ -79,6 +89,24 @@ impl Store {
     pub fn with_options(mut self, options: Options) -> Store {
         self.options = options;
         self
+    }
+
+    /// Replaces the store's settings (retention, caps), loaded once by the
+    /// caller: the store never reads a config file or the environment itself.
+    pub fn with_settings(mut self, settings: Settings) -> Store {
+        self.settings = Arc::new(settings);
+        self
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// True the first time only (for this handle and its clones): whether a
+    /// change should look if the store is due to prune by itself.
+    pub(crate) fn first_auto_prune_check(&self) -> bool {
+        !self.auto_prune_checked.swap(true, Ordering::Relaxed)
     }
 
     /// The home directory.

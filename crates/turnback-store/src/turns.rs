@@ -73,19 +73,25 @@ impl Session {
             name: "rewind-turn",
             turns_from: Some(n),
         };
-        revert::revert_entries(self, opts, kind, &move |idx| {
+        let left = std::sync::Mutex::new(Vec::new());
+        let r = revert::revert_entries(self, opts, kind, &|idx| {
             if !idx.turns.iter().any(|t| t.number == n) {
                 return Err(Error::TurnNotFound {
                     session: id.clone(),
                     turn: n,
                 });
             }
-            Ok(idx
+            let seqs = idx
                 .entries
                 .iter()
                 .filter(|e| e.turn >= n)
                 .map(|e| e.seq)
-                .collect())
-        })
+                .collect();
+            // The files whose changes in these turns the caps evicted.
+            let gone = idx.evicted.iter().flat_map(|g| g.files_since_turn(n));
+            let gone = gone.map(|f| f.absolute_path()).collect();
+            revert::past_gap(&id, idx, seqs, gone, opts, &left)
+        });
+        revert::with_gap(r, left)
     }
 }

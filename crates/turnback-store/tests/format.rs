@@ -105,7 +105,9 @@ fn the_first_change_to_a_format_2_session_rewrites_it_as_format_3() {
     s.begin_turn("a third turn", None).unwrap();
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
-    assert_eq!(index["format"], 3);
+    // The current format (3 when this test was written; 4 since the gap of
+    // eviction was recorded).
+    assert_eq!(index["format"], turnback_store::FORMAT_VERSION);
     assert_eq!(
         index["turns"].as_array().unwrap().len(),
         3,
@@ -157,6 +159,76 @@ fn reads_format_3() {
     let s = Store::new(home.path()).open_session("s").unwrap();
     assert!(s.entries().unwrap().is_empty());
     assert_eq!(s.turn_bounds().unwrap().len(), 1);
+}
+
+#[test]
+fn reads_format_4() {
+    // A snapshot whose caps evicted two entries (m1's a.txt, m2's b.txt),
+    // and a journal line that adds entry 4 and evicts entry 3 (m3's a.txt)
+    // in the same change.
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/s");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["index.json", "journal.jsonl"] {
+        std::fs::copy(example(&format!("v4/{name}")), dir.join(name)).unwrap();
+    }
+    let s = Store::new(home.path()).open_session("s").unwrap();
+    let entries = s.entries().unwrap();
+    let shape: Vec<_> = entries.iter().map(|e| (e.seq, e.path.as_str())).collect();
+    assert_eq!(shape, [(4, "c.txt")]);
+    let gap = s.evicted().unwrap().expect("a gap");
+    assert_eq!((gap.entries, gap.through_seq), (3, 3));
+    let files: Vec<_> = gap
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.seq, f.message_id.as_str(), f.turn))
+        .collect();
+    assert_eq!(files, [("a.txt", 3, "m3", 2), ("b.txt", 2, "m2", 1)]);
+    let messages: Vec<_> = gap
+        .messages
+        .iter()
+        .map(|m| (m.id.as_str(), m.seq))
+        .collect();
+    assert_eq!(messages, [("m1", 1), ("m2", 2), ("m3", 3)]);
+    assert_eq!(gap.newest.unix_timestamp(), 1_796_119_203);
+    // A rewind past the gap names what it cannot restore, before it looks at
+    // any file (this workspace does not exist here).
+    match s.rewind("m2", turnback_store::RevertOptions::default()) {
+        Err(turnback_store::Error::Evicted { files, .. }) => {
+            assert_eq!(files, [Path::new("/w/a.txt"), Path::new("/w/b.txt")])
+        }
+        other => panic!("{other:?}"),
+    }
+    match s.rewind_to_turn(2, turnback_store::RevertOptions::default()) {
+        Err(turnback_store::Error::Evicted { files, .. }) => {
+            assert_eq!(files, [Path::new("/w/a.txt")])
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_first_change_to_a_format_3_session_rewrites_it_as_format_4() {
+    // An older build reads format 3 and would not see a gap: the snapshot is
+    // rewritten (with the change in it) before any journal line.
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/s");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["index.json", "journal.jsonl"] {
+        std::fs::copy(example(&format!("v3/{name}")), dir.join(name)).unwrap();
+    }
+    let s = Store::new(home.path()).open_session("s").unwrap();
+    let entries = s.entries().unwrap();
+    s.begin_turn("a third turn", None).unwrap();
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["format"], 4);
+    let journal = std::fs::read(dir.join("journal.jsonl")).unwrap_or_default();
+    assert!(journal.is_empty(), "a journal line before the rewrite");
+    let again = Store::new(home.path()).open_session("s").unwrap();
+    assert_eq!(again.entries().unwrap(), entries);
+    assert_eq!(again.turn_bounds().unwrap().len(), 3);
+    assert!(again.evicted().unwrap().is_none());
 }
 
 #[test]

@@ -29,6 +29,9 @@ pub(crate) enum Op {
     Read(ReadMark),
     /// The counters after the change.
     Counters(Counters),
+    /// Entries the caps evicted, added to the record of the gap (their
+    /// removal is each one's `drop_entry`).
+    Evict(Vec<crate::evicted::Gone>),
 }
 
 /// The index's counters, as a journal line sets them.

@@ -162,6 +162,12 @@ impl State {
                     index::check_read(&mark)?;
                     self.put_read(mark);
                 }
+                Op::Evict(gone) => {
+                    for g in &gone {
+                        g.check()?;
+                        crate::evicted::Evicted::add(&mut self.index.evicted, g);
+                    }
+                }
                 Op::Counters(c) => {
                     let idx = &self.index;
                     if c.next_seq < idx.next_seq

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use super::line::{Counters, Op};
 use super::state::{State, position, put_keyed};
+use crate::evicted::{Evicted, Gone};
 use crate::index::{Entry, FileState, ReadMark, RevertRecord, Turn};
 
 /// An index being changed under the exclusive lock: it reads like the index
@@ -21,6 +22,8 @@ pub(crate) struct Tracked<'a> {
     records: BTreeMap<u64, Option<RevertRecord>>,
     reads: BTreeMap<PathBuf, Option<FileState>>,
     counters: (u64, u32, u64),
+    /// Entries evicted by this change, oldest first.
+    gone: Vec<Gone>,
 }
 
 impl Deref for Tracked<'_> {
@@ -44,6 +47,7 @@ impl<'a> Tracked<'a> {
             records: BTreeMap::new(),
             reads: BTreeMap::new(),
             counters,
+            gone: Vec::new(),
         }
     }
 
@@ -76,6 +80,42 @@ impl<'a> Tracked<'a> {
                 self.touch_entry(seq);
                 self.state.index.entries.remove(i);
             }
+        }
+    }
+
+    /// Evicts the entries `seqs` (that exist): removes them and remembers
+    /// them in the record of the gap.
+    pub(crate) fn evict(&mut self, seqs: &[u64]) {
+        for &seq in seqs {
+            if let Some(e) = self.state.entry(seq) {
+                self.gone.push(Gone {
+                    seq,
+                    message_id: e.message_id.clone(),
+                    turn: e.turn,
+                    workspace: e.workspace.path.clone(),
+                    path: e.path.clone(),
+                    time: e.time,
+                });
+            }
+        }
+        self.remove_entries(seqs);
+    }
+
+    /// The entries this change added (none was there before it), by seq.
+    pub(crate) fn added_entries(&self) -> Vec<u64> {
+        self.entries
+            .iter()
+            .filter(|(seq, old)| old.is_none() && self.state.entry(**seq).is_some())
+            .map(|(seq, _)| *seq)
+            .collect()
+    }
+
+    /// Drops the revert record `id` (redo can no longer put it back).
+    pub(crate) fn remove_record(&mut self, id: u64) {
+        let history = &mut self.state.index.history;
+        if let Some(i) = history.iter().position(|r| r.id == id) {
+            let r = history.remove(i);
+            self.records.entry(r.id).or_insert(Some(r));
         }
     }
 
@@ -146,6 +186,12 @@ impl<'a> Tracked<'a> {
     pub(super) fn finish(self) -> Vec<Op> {
         let mut ops = Vec::new();
         let state = self.state;
+        if !self.gone.is_empty() {
+            for g in &self.gone {
+                Evicted::add(&mut state.index.evicted, g);
+            }
+            ops.push(Op::Evict(self.gone));
+        }
         for (seq, old) in self.entries {
             let new = state.entry(seq).cloned();
             if old == new {

@@ -37,3 +37,4 @@ pub use redo::REDO_OVERWRITE_MESSAGE;
 pub use report::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
 pub(crate) use rollback::rollback;
 pub(crate) use run::{Kind, revert_entries};
+pub(crate) use select::{past_gap, with_gap};

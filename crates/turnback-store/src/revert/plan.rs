@@ -200,5 +200,6 @@ pub(super) fn report(session: &Session, plans: &[FilePlan], applied: bool) -> Re
                 status: p.status.clone(),
             })
             .collect(),
+        evicted: Vec::new(),
     }
 }

@@ -25,6 +25,9 @@ pub struct RevertReport {
     pub applied: bool,
     /// One item per file, newest change first.
     pub files: Vec<FileRevert>,
+    /// With `force`: the files it left as they are because the session's caps
+    /// evicted the changes it would need for them (absolute paths).
+    pub evicted: Vec<PathBuf>,
 }
 
 /// The revert of one file.

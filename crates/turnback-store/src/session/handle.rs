@@ -155,6 +155,17 @@ impl Session {
         Ok(e)
     }
 
+    /// What the session's caps evicted, if anything (`log` shows the gap).
+    pub fn evicted(&self) -> Result<Option<crate::evicted::Evicted>> {
+        self.view(|s| s.evicted.clone())
+    }
+
+    /// Bytes of the distinct backups the session's index needs (what the
+    /// `max_bytes` cap counts).
+    pub fn stored_bytes(&self) -> Result<u64> {
+        self.view(|s| crate::caps::stored_bytes(s))
+    }
+
     /// Every file the session has entries for, sorted.
     pub fn files(&self) -> Result<Vec<TrackedFile>> {
         let mut files: Vec<TrackedFile> = self.view(|s| {
@@ -319,7 +330,22 @@ impl Session {
             crate::recovery::settle_in_flight(&self.store, idx, held);
             Ok(())
         })?;
-        let out = journal::change_again(&mut cache, files, self.id(), durability, f)?;
+        let caps = crate::caps::Caps::of(self.store.settings());
+        let mut eviction = crate::caps::Eviction::default();
+        let out = journal::change_again(&mut cache, files, self.id(), durability, |idx| {
+            let out = f(idx)?;
+            // In the same index update: a change past a cap evicts the oldest.
+            eviction = crate::caps::enforce(idx, caps);
+            Ok(out)
+        })?;
+        if eviction != crate::caps::Eviction::default() {
+            // Still under the lock: the backups only the evicted entries
+            // named go now (but one a writer may be about to name).
+            let state = &cache.as_ref().expect("changed").state;
+            let referenced = crate::caps::referenced(state);
+            let older_than = std::time::SystemTime::now() - crate::caps::BLOB_GRACE;
+            self.blobs.collect_garbage(&referenced, older_than, false);
+        }
         then();
         Ok(out)
     }
