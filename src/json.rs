@@ -44,6 +44,7 @@ pub fn status(s: &FileStatus) -> &'static str {
         FileStatus::AlreadyReverted => "already-reverted",
         FileStatus::Conflict(ConflictReason::ChangedSince { .. }) => "changed-since",
         FileStatus::Conflict(ConflictReason::NeverCommitted) => "never-committed",
+        FileStatus::Conflict(ConflictReason::Shared { .. }) => "shared",
     }
 }
 
@@ -202,6 +203,12 @@ pub fn conflicts(conflicts: &[Conflict]) -> Value {
                         .unwrap_or(Value::Null),
                 ),
                 ConflictReason::NeverCommitted => ("never-committed", Value::Null),
+                ConflictReason::Shared { with } => (
+                    "shared",
+                    with.first()
+                        .map(|s| json!({ "session": s, "message_id": null, "seq": null }))
+                        .unwrap_or(Value::Null),
+                ),
             };
             json!({ "workspace": c.workspace, "path": c.path, "seq": c.seq, "reason": reason, "changed_by": by })
         })

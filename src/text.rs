@@ -159,6 +159,10 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
         FileStatus::Conflict(ConflictReason::NeverCommitted) => {
             out.paint(Role::Warn, "  [change never committed]")
         }
+        FileStatus::Conflict(ConflictReason::Shared { with }) => out.paint(
+            Role::Warn,
+            &format!("  [shared with session {}]", with.join(", ")),
+        ),
     };
     format!("{path}: {action}{status}")
 }

@@ -77,6 +77,24 @@ impl Blobs {
         })
     }
 
+    /// Backs up what `reader` yields (a stream that is not a file: an object
+    /// `git` hands out), named `source` in errors; as [`Blobs::store_file`].
+    pub(crate) fn store_reader(
+        &self,
+        reader: &mut dyn std::io::Read,
+        source: &Path,
+    ) -> Result<(String, u64)> {
+        self.store_with(
+            |_, _| {},
+            |tmp, file| {
+                hash::copy_hashing(reader, Some(file)).map_err(|e| match e {
+                    CopyError::Read(e) => Error::io("read", source)(e),
+                    CopyError::Write(e) => Error::io("write backup", tmp)(e),
+                })
+            },
+        )
+    }
+
     /// Makes a blob of what `fill` puts into a new temporary (returning its
     /// hash and size), durably, and removes the temporary on failure.
     fn store_with(

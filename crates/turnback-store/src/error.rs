@@ -352,7 +352,26 @@ pub enum Error {
         /// The session id.
         session: String,
     },
-
+    /// No open scan bracket of that id in the session (`Session::commit_scan`,
+    /// `Session::rollback_scan`).
+    #[error(
+        "session {session:?} has no open scan {id:?}: it was committed or rolled back, or never begun"
+    )]
+    NoSuchScan {
+        /// The session asked.
+        session: String,
+        /// The scan id asked for.
+        id: String,
+    },
+    /// A scan could not be made or read: `git` failed or is missing in a
+    /// repository, a scan record or a baseline is damaged. Nothing was changed.
+    #[error("scan of {}: {reason}", path.display())]
+    ScanFailed {
+        /// The workspace, or the damaged file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// The path is inside the store home (the store lives in the workspace):
     /// turnback does not change its own files as a workspace file, which
     /// would lose the change and damage the store. Nothing was touched.
@@ -436,6 +455,8 @@ error_kinds!(
     ContentsMismatch,
     UnsafeStore,
     OutsideScope,
+    NoSuchScan,
+    ScanFailed,
     InsideStore,
 );
 

@@ -160,6 +160,26 @@ pub struct Entry {
     /// first entry's `seq`; undo and revert take a group whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<u64>,
+    /// Set when a scan bracket found the change (`Session::commit_scan`)
+    /// rather than a write the store was told of.
+    /// (Boxed: most entries have none, and an entry is moved around a lot.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<Box<ScanMark>>,
+}
+
+/// What an entry a scan found says of its scan.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ScanMark {
+    /// The scan's id.
+    pub id: String,
+    /// The command line that ran inside the bracket, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Other sessions whose scan brackets were open on the same workspace when
+    /// this change happened: the change may be theirs, so an undo refuses it
+    /// ([`crate::ConflictReason::Shared`]) unless forced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_with: Vec<String>,
 }
 
 /// A user turn: what the agent was asked, when, and where in its conversation.
@@ -478,6 +498,7 @@ pub(crate) mod tests {
             in_flight: None,
             turn: 0,
             group: None,
+            scan: None,
         }
     }
 

@@ -11,6 +11,9 @@
 //! <home>/sessions/<id>/blobs/<sha256>      the backups (`blobs.rs` names what is inside)
 //! <home>/sessions/.pruned-<id>-<random>    a session prune is deleting
 //! <home>/locks/<sha256>                    a workspace file's or directory's lock
+//! <home>/sessions/<id>/scans/<scan>.jsonl  an open scan bracket (`scan/record.rs`)
+//! <home>/baselines/<key>/baseline.jsonl    a workspace's scan baseline (`scan/baseline.rs`)
+//! <home>/baselines/<key>/{lock, blobs/}    its lock and its backups
 //! ```
 //!
 //! An index is read in one of four ways, each for one kind of caller (a
@@ -62,6 +65,37 @@ const MARKER_FILE: &str = "reverting.json";
 
 /// The session's backups (`blobs.rs`).
 const BLOBS_DIR: &str = "blobs";
+
+/// The session's open scan brackets (`scan/record.rs`).
+const SCANS_DIR: &str = "scans";
+
+/// The directory of a home that holds the workspaces' scan baselines.
+const BASELINES_DIR: &str = "baselines";
+
+/// The names inside one workspace's baseline directory (`scan/baseline.rs`):
+/// the directory, its lock, its listing and its temporary, its backups.
+pub(crate) struct BaselinePaths {
+    pub(crate) dir: PathBuf,
+    pub(crate) lock: PathBuf,
+    pub(crate) file: PathBuf,
+    pub(crate) temp: PathBuf,
+    pub(crate) blobs: PathBuf,
+}
+
+impl BaselinePaths {
+    /// The baseline `key` of the home `home`.
+    pub(crate) fn new(home: &Path, key: &str) -> BaselinePaths {
+        let dir = home.join(BASELINES_DIR).join(key);
+        let file = dir.join("baseline.jsonl");
+        BaselinePaths {
+            lock: dir.join(LOCK_FILE),
+            temp: temp_of(&file),
+            blobs: dir.join(BLOBS_DIR),
+            file,
+            dir,
+        }
+    }
+}
 
 /// The temporary a store file is replaced through (`durable.rs`): a fixed
 /// name, safe only under the lock that serializes the file's writers.
@@ -134,6 +168,18 @@ impl SessionDir {
     /// The temporary the marker is written through.
     pub(crate) fn marker_temp_path(&self) -> PathBuf {
         temp_of(&self.marker_path())
+    }
+
+    /// The directory of the session's open scan brackets.
+    pub(crate) fn scans_path(&self) -> PathBuf {
+        self.path.join(SCANS_DIR)
+    }
+
+    /// A scan record of the session and the temporary it is written through.
+    pub(crate) fn scan_paths(&self, scan: &str) -> (PathBuf, PathBuf) {
+        let file = self.scans_path().join(format!("{scan}.jsonl"));
+        let temp = temp_of(&file);
+        (file, temp)
     }
 
     /// The directory of the session's backups.

@@ -111,6 +111,7 @@ mod relpath;
 mod restore;
 mod retention;
 mod revert;
+mod scan;
 mod session;
 mod session_id;
 mod store;
@@ -130,12 +131,15 @@ pub use error::{ChangedBy, Conflict, ConflictReason, Error, ErrorKind, Result, U
 pub use home::{HOME_ENV, default_home};
 pub use index::{
     Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,
-    Turn, WorkspaceRoot,
+    ScanMark, Turn, WorkspaceRoot,
 };
 pub use listing::{ChoiceReason, ChosenSession, SessionChoice, SessionSummary};
 pub use retention::{PruneReport, PrunedSession, Retention};
 pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,
+};
+pub use scan::{
+    DEFAULT_SIZE_LIMIT, OpenScan, ScanChange, ScanChangeKind, ScanOptions, ScanReport, Unrecorded,
 };
 pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};
