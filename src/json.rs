@@ -18,7 +18,7 @@ pub fn state(s: &FileState) -> Value {
 }
 
 pub fn entry(e: &Entry) -> Value {
-    json!({
+    let mut v = json!({
         "seq": e.seq,
         "message_id": e.message_id,
         "workspace": e.workspace.path,
@@ -27,7 +27,12 @@ pub fn entry(e: &Entry) -> Value {
         "time": rfc3339(e.time),
         "before": state(&e.before),
         "after": e.after.as_ref().map(state),
-    })
+    });
+    // Only on an entry a scan found, so every other entry keeps its shape.
+    if let Some(m) = &e.scan {
+        v["scan"] = json!({ "id": m.id, "command": m.command, "shared_with": m.shared_with });
+    }
+    v
 }
 
 pub fn session_entry(session: &str, e: &Entry) -> Value {

@@ -20,6 +20,12 @@ pub(crate) trait Report {
 
     /// The report as a person reads it, styled (coloured or not) by `out`.
     fn text(&self, out: &Out) -> String;
+
+    /// The process's exit code when the command succeeded, if not 0
+    /// (`run` exits with its command's).
+    fn exit_code(&self) -> Option<u8> {
+        None
+    }
 }
 
 /// A report that is only text, printed as it is.

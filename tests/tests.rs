@@ -46,3 +46,5 @@ mod syncs;
 mod git;
 // The examples of README.md and docs/JSON.md, run for real and compared with what the docs show.
 mod docs;
+// What a shell command changes, undone: the scan bracket and `turnback run`.
+mod scan;

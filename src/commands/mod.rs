@@ -18,6 +18,8 @@ mod revert;
 mod rewind;
 mod rm;
 mod rollback;
+mod run;
+mod scan;
 mod sessions;
 mod turn;
 mod undo;
@@ -43,6 +45,7 @@ pub(crate) enum Command {
     Checkpoint(checkpoint::CheckpointArgs),
     Commit(commit::CommitArgs),
     Rollback(rollback::RollbackArgs),
+    Run(run::RunArgs),
     Turn(turn::TurnArgs),
     Undo(undo::UndoArgs),
     Revert(revert::RevertArgs),
@@ -83,15 +86,17 @@ pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
     let render = Renderer::new(cli.color.into(), cli.json);
     let mut ctx = None;
     let done = dispatch(&cli, render, &mut ctx);
+    let mut code = 0;
     if let Ok(report) = &done {
         render.report(&**report)?;
+        code = report.exit_code().unwrap_or(0);
     }
     // Whatever the command did, say which store directories it made private.
     if let Some(ctx) = &ctx {
         ctx.report_notices();
     }
     Ok(match done {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(code),
         Err(e) => {
             render.error(&e);
             ExitCode::from(e.code())
@@ -118,9 +123,11 @@ fn dispatch(
         Command::Write(args) => write::run(ctx, args).map(boxed),
         Command::Rm(args) => rm::run(ctx, args).map(boxed),
         Command::Mv(args) => mv::run(ctx, args).map(boxed),
+        Command::Checkpoint(args) if args.scan => checkpoint::run_scan(ctx, args).map(boxed),
         Command::Checkpoint(args) => checkpoint::run(ctx, args).map(boxed),
-        Command::Commit(args) => commit::run(ctx, args).map(boxed),
+        Command::Commit(args) => commit::run(ctx, args),
         Command::Rollback(args) => rollback::run(ctx, args),
+        Command::Run(args) => run::run(ctx, args).map(boxed),
         Command::Turn(args) => turn::run(ctx, args).map(boxed),
         Command::Undo(args) => undo::run(ctx, args).map(boxed),
         Command::Revert(args) => revert::run(ctx, args).map(boxed),

@@ -15,5 +15,6 @@ pub(crate) struct UndoArgs {
 pub(crate) fn run(ctx: &Context, args: &UndoArgs) -> Result<Reverted, CliError> {
     let session = ctx.person_session()?;
     let r = session.undo(args.flags.options())?;
-    reverted(&session, "undo".into(), r)
+    let what = crate::commands::scan::revert_what(&session, "undo", &r);
+    reverted(&session, what, r)
 }

@@ -198,3 +198,33 @@ fn a_file_replaced_by_a_directory_is_recorded_and_its_undo_refused_untouched() {
     assert_eq!(std::fs::read_to_string(d.join("f/x")).unwrap(), "x\n");
     assert_eq!(s.entries().unwrap().len(), 2);
 }
+
+#[test]
+fn a_file_over_the_size_limit_is_reported_not_backed_up() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("big"), "0123456789abcdef").unwrap();
+    std::fs::write(d.join("small"), "s").unwrap();
+    let store = Store::new(home.path());
+    let s = store.session("s").unwrap();
+    let ws = Workspace::open(d).unwrap();
+    let opts = crate::ScanOptions { size_limit: 8 };
+    let id = s.begin_scan_with(&ws, "m", None, &opts).unwrap();
+    std::fs::write(d.join("big"), "fedcba9876543210").unwrap();
+    std::fs::write(d.join("small"), "t").unwrap();
+    let r = s.commit_scan(&id).unwrap();
+    assert_eq!(kinds(&r), [("small".into(), ScanChangeKind::Modified)]);
+    assert_eq!(
+        r.unrecorded,
+        [crate::Unrecorded::TooBig {
+            path: "big".into(),
+            size: 16
+        }]
+    );
+    assert_eq!(
+        s.entries().unwrap().len(),
+        1,
+        "no entry pretends to restore it"
+    );
+}
