@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench --bench perf               # the full run (docs/PERFORMANCE.md)
 //! cargo bench --bench perf -- --quick    # a smoke pass of a few seconds (CI)
-//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 6)
+//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 7)
 //! ```
 //!
 //! Sections (the rows of the table, in order):
@@ -15,7 +15,9 @@
 //! 3. undo, `turnback revert FILE` across 20 sessions, rewind;
 //! 4. concurrent `turnback write` processes, one session and separate sessions;
 //! 5. against a shadow git repository snapshotted before each write;
-//! 6. peak RSS of `turnback write` and `turnback undo` of a large file.
+//! 6. peak RSS of `turnback write` and `turnback undo` of a large file;
+//! 7. the scan bracket around a command against a shadow-git snapshot
+//!    (`perf/scan.rs`).
 //!
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
@@ -40,6 +42,10 @@ use turnback_store::{RevertOptions, Session, Store, Workspace};
 /// The `turnback` binary cargo built for this bench (the bench profile, i.e.
 /// release, with the dev-dependency feature `failpoints` compiled in but inert).
 const TB: &str = env!("CARGO_BIN_EXE_turnback");
+
+// Section 7, in a file of its own.
+#[path = "perf/scan.rs"]
+mod perf_scan;
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -66,22 +72,23 @@ fn main() {
         notes: Vec::new(),
     };
     let started = Instant::now();
-    let sections: [Section; 6] = [
+    let sections: [Section; 7] = [
         (1, "write-through", write_through),
         (2, "growth with session size", growth),
         (3, "reverts", reverts),
         (4, "concurrency", concurrency),
         (5, "against shadow git", shadow_git),
         (6, "memory", memory),
+        (7, "scan bracket", perf_scan::scan_bracket),
     ];
     for (n, name, run) in sections {
         if only.as_ref().is_some_and(|o| !o.contains(&n)) {
             continue;
         }
         let t = Instant::now();
-        eprintln!("[{n}/6] {name}...");
+        eprintln!("[{n}/7] {name}...");
         run(&mut b);
-        eprintln!("[{n}/6] {name}: {}", fmt_d(t.elapsed()));
+        eprintln!("[{n}/7] {name}: {}", fmt_d(t.elapsed()));
         let _ = fs::remove_dir_all(b.dir.join(format!("s{n}")));
     }
     print_report(&b, &base, started.elapsed());

@@ -227,6 +227,7 @@ impl Session {
             })
             .collect();
         let mut objects = git::copy_objects(ws.root(), self.blobs(), &wanted)?.into_iter();
+        let mut stored = !wanted.is_empty();
         let base = baseline::blobs_of(self.store().home(), &h.workspace);
         let paths: HashSet<&str> = candidates.iter().map(|c| c.path.as_str()).collect();
         let root = &h.workspace;
@@ -281,12 +282,20 @@ impl Session {
                 Some(Source::Baseline(sha)) => {
                     let b = c.before.as_ref().expect("a source");
                     let mut backup = base.open_backup(self.id(), &path, sha)?;
-                    let from = backup.blob_path();
-                    let (got, size) =
-                        self.blobs()
-                            .store_file_then(backup.file(), &from, |_, _| {})?;
-                    backup.verify(&got)?;
-                    FileState::present(got, size, b.stat.perms())
+                    let size = backup
+                        .file()
+                        .metadata()
+                        .map_err(Error::io("inspect", backup.blob_path()))?
+                        .len();
+                    // A link where it can (blobs are immutable, and durable
+                    // in the baseline), a verified copy where it cannot.
+                    stored = true;
+                    if !self.blobs().link_from(&base, sha)? {
+                        let from = backup.blob_path();
+                        let (got, _) = self.blobs().store_file_batched(backup.file(), &from)?;
+                        backup.verify(&got)?;
+                    }
+                    FileState::present(sha.clone(), size, b.stat.perms())
                 }
             };
             let now = match c.now {
@@ -357,6 +366,10 @@ impl Session {
                 kind,
                 shared_with,
             });
+        }
+        // Every "before" now named in the session's blobs is durable.
+        if stored {
+            self.blobs().sync_dir()?;
         }
         // Deletions of what the command made go back first, so a directory
         // it made where a file was is gone before the file returns.

@@ -54,42 +54,44 @@ fn failed(root: &Path, what: &str, why: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Reads the index of `root`'s repository (see [`GitIndex`]).
+/// The index file of the repository `root` is in: `.git` in `root` or a
+/// directory above, a directory (its `index`) or, for a worktree or a
+/// submodule, a file naming the git directory. Only stat'ed, for git's own
+/// racy-entry rule: nothing in `.git` is read but that pointer file.
+fn index_file(root: &Path) -> Option<PathBuf> {
+    for dir in root.ancestors() {
+        let dot = dir.join(".git");
+        let Ok(md) = std::fs::symlink_metadata(&dot) else {
+            continue;
+        };
+        if md.is_dir() {
+            return Some(dot.join("index"));
+        }
+        let text = std::fs::read_to_string(&dot).ok()?;
+        let target = text.trim().strip_prefix("gitdir:")?.trim();
+        return Some(dir.join(target).join("index"));
+    }
+    None
+}
+
+/// Reads the index of `root`'s repository (see [`GitIndex`]): one `git`
+/// process, which fails outside a work tree.
 pub(crate) fn read_index(root: &Path) -> Result<Option<GitIndex>> {
-    let Ok(out) = git(root)
-        .args(["rev-parse", "--absolute-git-dir", "--is-inside-work-tree"])
-        .output()
-    else {
-        return Ok(None);
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
-    let (Some(git_dir), Some("true")) = (lines.next(), lines.next()) else {
+    let Ok(out) = git(root).args(["ls-files", "-s", "--debug", "-z"]).output() else {
+        // No git here: the baseline holds everything.
         return Ok(None);
     };
     if !out.status.success() {
         return Ok(None);
     }
-    let index_file = PathBuf::from(git_dir).join("index");
-    let stamp = match std::fs::metadata(&index_file) {
-        Ok(md) => {
+    let stamp = match index_file(root).and_then(|f| std::fs::metadata(f).ok()) {
+        Some(md) => {
             let st = super::walk::Stat::of(&md);
             [st.times[0], st.times[1]]
         }
-        // A repository with no index yet: nothing is clean.
-        Err(_) => [0, 0],
+        // No index file found: nothing git recorded is trusted as clean.
+        None => [i64::MIN, 0],
     };
-    let out = git(root)
-        .args(["ls-files", "-s", "--debug", "-z"])
-        .output()
-        .map_err(|e| failed(root, "ls-files", e))?;
-    if !out.status.success() {
-        return Err(failed(
-            root,
-            "ls-files",
-            String::from_utf8_lossy(&out.stderr).trim(),
-        ));
-    }
     let (entries, submodules) =
         parse_ls_files(&out.stdout).map_err(|why| failed(root, "ls-files", why))?;
     Ok(Some(GitIndex {
@@ -179,7 +181,7 @@ impl IndexEntry {
 
 /// Copies the objects `wanted` (oid, path) into `blobs` as the work tree
 /// would hold them; each result is `(sha256, size)`, or `None` for an
-/// object git no longer has.
+/// object git no longer has. The caller syncs the blobs' directory after.
 pub(crate) fn copy_objects(
     root: &Path,
     blobs: &Blobs,
@@ -216,7 +218,7 @@ pub(crate) fn copy_objects(
                     .parse()
                     .map_err(|_| failed(root, "cat-file", &header))?;
                 let mut body = (&mut out).take(size);
-                let got = blobs.store_reader(&mut body, &source)?;
+                let got = blobs.store_reader_batched(&mut body, &source)?;
                 let mut nl = [0u8; 1];
                 out.read_exact(&mut nl)
                     .map_err(|e| failed(root, "cat-file", e))?;

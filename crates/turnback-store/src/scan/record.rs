@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -151,17 +151,16 @@ pub(crate) fn list(dir: &SessionDir) -> Vec<String> {
     ids
 }
 
-/// Closes scan `id`: its record goes (synced, so a crash cannot bring it
-/// back to be committed twice: a commit also checks its entries).
+/// Closes scan `id`: its record goes. Not synced: a record a power cut
+/// brings back is only closed again, since a commit or rollback that finds
+/// entries of its scan recorded records nothing more.
 pub(crate) fn remove(dir: &SessionDir, id: &str) -> Result<()> {
     let (path, _) = dir.scan_paths(id);
     match std::fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io("remove", &path)(e)),
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("remove", &path)(e)),
     }
-    let scans: PathBuf = dir.scans_path();
-    crate::sys::fsync_dir_path(&scans).map_err(Error::io("sync directory", &scans))
 }
 
 /// A new scan id: the time and a random part, so ids sort by time.
