@@ -87,8 +87,10 @@ impl Session {
             skip.insert(home);
         }
         let mut tracked: Vec<String> = Vec::new();
+        let mut skipped: Vec<String> = Vec::new();
         if let Some(g) = &git {
             skip.extend(g.submodules.iter().map(|s| root.join(s)));
+            skipped.extend(g.submodules.iter().cloned());
             tracked.extend(g.entries.keys().cloned());
         }
         let found = walk::walk(&root, &skip, &tracked)?;
@@ -153,6 +155,7 @@ impl Session {
             clock,
             limit: opts.size_limit,
             dirs: found.dirs,
+            skipped,
         };
         Record::new(header, files).save(self.session_dir())?;
         crate::crash::point("scan-begun");

@@ -152,6 +152,7 @@ impl Session {
         if let Ok(home) = std::fs::canonicalize(self.store().home()) {
             skip.insert(home);
         }
+        skip.extend(rec.header.skipped.iter().map(|s| ws.root().join(s)));
         let (_, candidates) = changes::compare(&rec, &skip)?;
         let files: BTreeSet<PathBuf> = candidates.iter().map(|c| ws.root().join(&c.path)).collect();
         let _locks = self.lock_files(&files)?;

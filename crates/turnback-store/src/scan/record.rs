@@ -66,6 +66,10 @@ pub(crate) struct Header {
     pub(crate) limit: u64,
     /// The directories in scope.
     pub(crate) dirs: BTreeSet<String>,
+    /// Directories left out of scope besides ignored ones (submodules):
+    /// the commit leaves them out too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) skipped: Vec<String>,
 }
 
 /// A whole scan record.

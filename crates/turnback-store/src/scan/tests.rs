@@ -228,3 +228,42 @@ fn a_file_over_the_size_limit_is_reported_not_backed_up() {
         "no entry pretends to restore it"
     );
 }
+
+#[test]
+fn a_submodule_is_out_of_scope_at_begin_and_at_commit() {
+    if !has_git() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sub = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(sub.path().join("s.txt"), "s\n").unwrap();
+    git(sub.path(), &["init", "-q"]);
+    git(sub.path(), &["add", "."]);
+    git(sub.path(), &["commit", "-qm", "s"]);
+    std::fs::write(d.join("top"), "t\n").unwrap();
+    git(d, &["init", "-q"]);
+    git(
+        d,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            sub.path().to_str().unwrap(),
+            "sub",
+        ],
+    );
+    git(d, &["add", "."]);
+    git(d, &["commit", "-qm", "i"]);
+    let store = Store::new(home.path());
+    let s = store.session("s").unwrap();
+    let ws = Workspace::open(d).unwrap();
+    let id = s.begin_scan(&ws, "m", None).unwrap();
+    std::fs::write(d.join("sub/s.txt"), "changed in the submodule\n").unwrap();
+    std::fs::write(d.join("top"), "changed\n").unwrap();
+    let r = s.commit_scan(&id).unwrap();
+    assert_eq!(kinds(&r), [("top".into(), ScanChangeKind::Modified)]);
+}

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -76,9 +75,10 @@ pub(crate) struct Found {
 /// paths) and what the ignore files exclude; `also` are paths (tracked
 /// files git knows) to look at even if an ignore file names them.
 pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Result<Found> {
-    let found = Mutex::new(Found::default());
-    let failed: Mutex<Option<String>> = Mutex::new(None);
+    let mut found = Found::default();
     let skip_in = skip.clone();
+    // One thread: on a small machine the parallel walker's threads cost more
+    // (spawning, idling in work stealing) than they save on a warm cache.
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
         .parents(true)
@@ -89,59 +89,50 @@ pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Res
         // A workspace outside git still means its .gitignore.
         .require_git(false)
         .follow_links(false)
-        .threads(2)
         .filter_entry(move |e| {
             let name = e.file_name();
             name != ".git"
                 && !name.to_str().is_some_and(is_temp_name)
                 && !skip_in.contains(e.path())
         })
-        .build_parallel();
-    walker.run(|| {
-        let found = &found;
-        let failed = &failed;
-        Box::new(move |entry| {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    // A directory vanishing under the walk is a change the
-                    // commit sees; anything else stops the scan.
-                    if e.io_error()
-                        .is_none_or(|e| e.kind() != std::io::ErrorKind::NotFound)
-                    {
-                        *failed.lock().expect("no panic") = Some(e.to_string());
-                    }
-                    return ignore::WalkState::Continue;
-                }
-            };
-            if entry.depth() == 0 {
-                return ignore::WalkState::Continue;
+        .build();
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            // A directory vanishing under the walk is a change the commit
+            // sees; anything else stops the scan.
+            Err(e)
+                if e.io_error()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+            {
+                continue;
             }
-            let Some(rel) = rel_of(root, entry.path()) else {
-                return ignore::WalkState::Continue;
-            };
-            let Ok(md) = std::fs::symlink_metadata(entry.path()) else {
-                return ignore::WalkState::Continue;
-            };
-            let mut f = found.lock().expect("no panic");
-            if md.is_dir() {
-                f.dirs.insert(rel);
-            } else {
-                let st = Stat::of(&md);
-                if st.is_file() || st.is_link() {
-                    f.files.insert(rel, st);
-                }
+            Err(e) => {
+                return Err(Error::ScanFailed {
+                    path: root.to_owned(),
+                    reason: e.to_string(),
+                });
             }
-            ignore::WalkState::Continue
-        })
-    });
-    if let Some(why) = failed.into_inner().expect("no panic") {
-        return Err(Error::ScanFailed {
-            path: root.to_owned(),
-            reason: why,
-        });
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let Some(rel) = rel_of(root, entry.path()) else {
+            continue;
+        };
+        // The walker's own lstat (it does not follow links).
+        let Ok(md) = entry.metadata() else {
+            continue;
+        };
+        if md.is_dir() {
+            found.dirs.insert(rel);
+        } else {
+            let st = Stat::of(&md);
+            if st.is_file() || st.is_link() {
+                found.files.insert(rel, st);
+            }
+        }
     }
-    let mut found = found.into_inner().expect("no panic");
     for p in also {
         if found.files.contains_key(p) {
             continue;
