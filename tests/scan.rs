@@ -415,3 +415,40 @@ fn a_symbolic_link_is_reported_never_followed_and_ignored_files_never_touched() 
         .mode();
     assert_eq!(mode & 0o777, 0o644);
 }
+
+#[test]
+fn an_interrupt_stops_the_command_not_turnback_which_records_what_it_did() {
+    let env = workspace(false);
+    // The command interrupts turnback (as a Ctrl-C would, with the command),
+    // then goes on: turnback waits for it and records both changes.
+    let out = run(
+        &env,
+        Some("agent"),
+        &[
+            "--json",
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo one > gone.txt; kill -INT $PPID; kill -QUIT $PPID; sleep 0.2; echo two > src/lib.rs",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let r: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    assert_eq!(r["changes"].as_array().unwrap().len(), 2, "{r}");
+    // And a command killed by the interrupt exits as a shell says it did.
+    let out = run(
+        &env,
+        Some("agent"),
+        &[
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo three > gone.txt; kill -INT $$",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(util::read_text(env.path("gone.txt")), "one\n");
+}

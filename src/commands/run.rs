@@ -53,10 +53,14 @@ pub(crate) fn run(ctx: &Context, args: &RunArgs) -> Result<Scanned, CliError> {
     let line = shown(&args.command);
     let message = args.message.clone().unwrap_or_else(|| line.clone());
     let id = session.begin_scan(&ws, &message, Some(&line))?;
-    let status = Command::new(&args.command[0])
-        .args(&args.command[1..])
-        .current_dir(&ctx.cwd)
-        .status();
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]).current_dir(&ctx.cwd);
+    crate::sys::default_signals_in_child(&mut cmd);
+    let status = {
+        // A Ctrl-C stops the command, and turnback records what it did.
+        let _ignored = crate::sys::InterruptsIgnored::new();
+        cmd.status()
+    };
     let status = match status {
         Ok(s) => s,
         Err(e) => {
