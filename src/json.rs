@@ -30,7 +30,12 @@ pub fn entry(e: &Entry) -> Value {
     });
     // Only on an entry a scan found, so every other entry keeps its shape.
     if let Some(m) = &e.scan {
-        v["scan"] = json!({ "id": m.id, "command": m.command, "shared_with": m.shared_with });
+        v["scan"] = json!({
+            "id": m.id,
+            "command": m.command,
+            "shared_with": m.shared_with,
+            "not_undoable": m.not_undoable,
+        });
     }
     v
 }

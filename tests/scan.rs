@@ -452,3 +452,65 @@ fn an_interrupt_stops_the_command_not_turnback_which_records_what_it_did() {
     ok(run(&env, Some("agent"), &["undo"]), "undo");
     assert_eq!(util::read_text(env.path("gone.txt")), "one\n");
 }
+
+#[test]
+fn a_file_over_max_size_is_reported_and_left_to_the_person() {
+    let env = workspace(false);
+    std::fs::write(env.path("big.bin"), vec![b'a'; 4096]).unwrap();
+    let out = run(
+        &env,
+        Some("agent"),
+        &[
+            "--json",
+            "run",
+            "--max-size",
+            "1000",
+            "--",
+            "sh",
+            "-c",
+            "echo b > big.bin; echo c > gone.txt",
+        ],
+    );
+    let r: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    assert_eq!(r["changes"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(
+        r["unrecorded"][0],
+        serde_json::json!({"path": "big.bin", "reason": "too-big", "size": 4096})
+    );
+    let text = ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert!(text.contains("gone.txt"), "{text}");
+    assert!(
+        text.contains("not restored, never backed up: big.bin"),
+        "the undo says so: {text}"
+    );
+    assert_eq!(
+        util::read_text(env.path("big.bin")),
+        "b\n",
+        "not restored: never backed up"
+    );
+}
+
+#[test]
+fn the_log_in_json_says_which_entries_a_scan_found() {
+    let env = workspace(false);
+    ok(
+        run(
+            &env,
+            Some("agent"),
+            &["run", "-m", "fmt", "--", "sh", "-c", "echo x > gone.txt"],
+        ),
+        "run",
+    );
+    let mut w = env.cmd(Some("agent"));
+    w.args(["write", "src/lib.rs", "-m", "w"]);
+    util::run_ok(w, b"written\n", "write");
+    let log: serde_json::Value =
+        serde_json::from_str(&ok(run(&env, Some("agent"), &["--json", "log"]), "log")).unwrap();
+    let e = &log["entries"];
+    assert_eq!(
+        e[0]["scan"]["command"], "sh -c 'echo x > gone.txt'",
+        "{log}"
+    );
+    assert_eq!(e[0]["scan"]["shared_with"], serde_json::json!([]));
+    assert!(e[1].get("scan").is_none(), "a write is not a scan's: {log}");
+}

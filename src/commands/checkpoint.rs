@@ -26,6 +26,9 @@ pub(crate) struct CheckpointArgs {
     /// prints the scan's id for `commit` or `rollback`
     #[arg(long)]
     pub scan: bool,
+    /// With --scan: files larger than this many bytes are not backed up (a change to one is reported)
+    #[arg(long, value_name = "BYTES", requires = "scan", default_value_t = turnback_store::DEFAULT_SIZE_LIMIT)]
+    pub max_size: u64,
 }
 
 /// A scan begun: its id, or `{"session", "scan"}`.
@@ -48,7 +51,10 @@ impl Report for ScanBegun {
 pub(crate) fn run_scan(ctx: &Context, args: &CheckpointArgs) -> Result<ScanBegun, CliError> {
     let session = ctx.agent_session()?;
     let ws = ctx.workspace()?;
-    let id = session.begin_scan(&ws, &args.message, None)?;
+    let opts = turnback_store::ScanOptions {
+        size_limit: args.max_size,
+    };
+    let id = session.begin_scan_with(&ws, &args.message, None, &opts)?;
     Ok(ScanBegun {
         session: session.id().to_owned(),
         id,

@@ -16,6 +16,9 @@ pub(crate) struct RunArgs {
     /// The message id the changes are recorded under (default: the command line)
     #[arg(long, short, value_name = "ID")]
     message: Option<String>,
+    /// Files larger than this many bytes are not backed up: a change to one is reported, and an undo cannot restore it
+    #[arg(long, value_name = "BYTES", default_value_t = turnback_store::DEFAULT_SIZE_LIMIT)]
+    max_size: u64,
     /// The command and its arguments
     #[arg(
         required = true,
@@ -52,7 +55,10 @@ pub(crate) fn run(ctx: &Context, args: &RunArgs) -> Result<Scanned, CliError> {
     };
     let line = shown(&args.command);
     let message = args.message.clone().unwrap_or_else(|| line.clone());
-    let id = session.begin_scan(&ws, &message, Some(&line))?;
+    let opts = turnback_store::ScanOptions {
+        size_limit: args.max_size,
+    };
+    let id = session.begin_scan_with(&ws, &message, Some(&line), &opts)?;
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]).current_dir(&ctx.cwd);
     crate::sys::default_signals_in_child(&mut cmd);

@@ -167,22 +167,32 @@ pub(crate) fn person_session(store: &Store, ws: &Workspace) -> Result<Session, C
 }
 
 /// `what` ("undo"), saying so when the entries it takes are a scan's: "undo
-/// of `cargo fmt` (changes a scan found)".
-pub(crate) fn revert_what(
-    session: &Session,
-    what: &str,
-    r: &turnback_store::RevertReport,
-) -> String {
-    let seqs: Vec<u64> = r.files.iter().flat_map(|f| f.seqs.clone()).collect();
-    let marks: Vec<_> = seqs
-        .iter()
-        .filter_map(|s| session.entry(*s).ok()?.scan)
-        .collect();
-    match marks.first() {
-        None => what.to_owned(),
-        Some(m) => match &m.command {
-            Some(c) => format!("{what} of `{}` (changes a scan found)", escape(c)),
-            None => format!("{what} (changes a scan found)"),
-        },
+/// of `cargo fmt` (changes a scan found)", and naming what the scan found
+/// but could not back up, which the undo does not restore.
+pub(crate) fn revert_what(what: &str, mark: Option<&turnback_store::ScanMark>) -> String {
+    let Some(m) = mark else {
+        return what.to_owned();
+    };
+    let mut s = match &m.command {
+        Some(c) => format!("{what} of `{}` (changes a scan found", escape(c)),
+        None => format!("{what} (changes a scan found"),
+    };
+    if !m.not_undoable.is_empty() {
+        let names: Vec<String> = m
+            .not_undoable
+            .iter()
+            .map(|p| escape(p).into_owned())
+            .collect();
+        s.push_str(&format!(
+            "; not restored, never backed up: {}",
+            names.join(", ")
+        ));
     }
+    s.push(')');
+    s
+}
+
+/// The scan mark of the step an undo of `session` takes (its newest entry).
+pub(crate) fn newest_mark(session: &Session) -> Option<turnback_store::ScanMark> {
+    session.entries().ok()?.pop()?.scan.map(|m| *m)
 }

@@ -14,7 +14,9 @@ pub(crate) struct UndoArgs {
 
 pub(crate) fn run(ctx: &Context, args: &UndoArgs) -> Result<Reverted, CliError> {
     let session = ctx.person_session()?;
+    // Read before the undo takes the entries away.
+    let mark = crate::commands::scan::newest_mark(&session);
     let r = session.undo(args.flags.options())?;
-    let what = crate::commands::scan::revert_what(&session, "undo", &r);
+    let what = crate::commands::scan::revert_what("undo", mark.as_ref());
     reverted(&session, what, r)
 }

@@ -180,6 +180,11 @@ pub struct ScanMark {
     /// ([`crate::ConflictReason::Shared`]) unless forced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_with: Vec<String>,
+    /// Files the same scan found changed but could not back up (over the
+    /// size limit, symbolic links, contents gone): an undo of the scan
+    /// cannot restore them, and says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_undoable: Vec<String>,
 }
 
 /// A user turn: what the agent was asked, when, and where in its conversation.

@@ -159,6 +159,15 @@ impl Session {
         let mut unrecorded = Vec::new();
         let found = self.resolve(&rec, &ws, candidates, &mut unrecorded)?;
         crate::crash::point("scan-backed-up");
+        let not_undoable: Vec<String> = unrecorded
+            .iter()
+            .filter_map(|u| match u {
+                Unrecorded::RecordedBy { .. } => None,
+                Unrecorded::Link { path }
+                | Unrecorded::TooBig { path, .. }
+                | Unrecorded::NoBackup { path, .. } => Some(path.clone()),
+            })
+            .collect();
         let (drafts, marks): (Vec<Draft>, Vec<ScanMark>) = found
             .into_iter()
             .map(|mut f| {
@@ -169,6 +178,7 @@ impl Session {
                     id: id.to_owned(),
                     command: rec.header.command.clone(),
                     shared_with: f.shared_with,
+                    not_undoable: not_undoable.clone(),
                 };
                 (f.draft, mark)
             })
