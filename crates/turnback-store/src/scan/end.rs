@@ -382,9 +382,9 @@ impl Session {
         if stored {
             self.blobs().sync_dir()?;
         }
-        // Deletions of what the command made go back first, so a directory
-        // it made where a file was is gone before the file returns.
-        out.sort_by_key(|f| f.kind != ScanChangeKind::Created);
+        // What the command made is recorded last, so that an undo or a
+        // rollback (newest first) deletes it before it restores the rest.
+        out.sort_by_key(|f| f.kind == ScanChangeKind::Created);
         Ok(out)
     }
 
