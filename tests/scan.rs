@@ -514,3 +514,27 @@ fn the_log_in_json_says_which_entries_a_scan_found() {
     assert_eq!(e[0]["scan"]["shared_with"], serde_json::json!([]));
     assert!(e[1].get("scan").is_none(), "a write is not a scan's: {log}");
 }
+
+#[test]
+fn a_store_home_inside_the_workspace_is_out_of_scope() {
+    let env = workspace(false);
+    let home = env.path("store-home");
+    let out = env
+        .cmd(Some("agent"))
+        .env("TURNBACK_HOME", &home)
+        .args(["--json", "run", "--", "sh", "-c", "echo x > gone.txt"])
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    let paths: Vec<&str> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["gone.txt"],
+        "the store's own files are not the command's: {r}"
+    );
+}
