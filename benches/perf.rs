@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench --bench perf               # the full run (docs/PERFORMANCE.md)
 //! cargo bench --bench perf -- --quick    # a smoke pass of a few seconds (CI)
-//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 8)
+//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 10)
 //! ```
 //!
 //! Sections (the rows of the table, in order):
@@ -22,7 +22,9 @@
 //! 8. `Store::blame` of a file of 10,000 lines with 500 versions, against
 //!    `git blame` of the same history;
 //! 9. a change at the entry cap (evicting) against one at 10 entries, and the
-//!    store after a year of daily sessions under retention (`perf/caps.rs`).
+//!    store after a year of daily sessions under retention (`perf/caps.rs`);
+//! 10. the scan bracket around a command against a shadow-git snapshot
+//!     (`perf/scan.rs`).
 //!
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
@@ -56,6 +58,10 @@ mod caps;
 /// release, with the dev-dependency feature `failpoints` compiled in but inert).
 const TB: &str = env!("CARGO_BIN_EXE_turnback");
 
+// Section 7, in a file of its own.
+#[path = "perf/scan.rs"]
+mod perf_scan;
+
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 
@@ -81,7 +87,7 @@ fn main() {
         notes: Vec::new(),
     };
     let started = Instant::now();
-    let sections: [Section; 9] = [
+    let sections: [Section; 10] = [
         (1, "write-through", write_through),
         (2, "growth with session size", growth),
         (3, "reverts", reverts),
@@ -91,6 +97,7 @@ fn main() {
         (7, "agent hooks", hooks::agent_hooks),
         (8, "blame", blame),
         (9, "caps and a year of retention", caps::caps),
+        (10, "scan bracket", perf_scan::scan_bracket),
     ];
     for (n, name, run) in sections {
         if only.as_ref().is_some_and(|o| !o.contains(&n)) {

@@ -295,6 +295,14 @@ pub fn row(kind: Kind) -> Row {
                 "unset the variable or set it to a value the README's settings allow; nothing was done",
             )
         },
+        E::NoSuchScan => text(
+            "no-such-scan",
+            "`turnback checkpoint --scan` prints a scan's id; `turnback log` shows what a committed one recorded",
+        ),
+        E::ScanFailed => text(
+            "scan-failed",
+            "nothing was changed; fix what the message says (is `git` installed?) and try again",
+        ),
         E::InsideStore => hint(
             "inside-store",
             Hint::Of(|e| match e {

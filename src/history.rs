@@ -133,8 +133,16 @@ pub fn log(out: &Out, session: &str, entries: &[Entry], turns: &[Turn]) -> Strin
             } else {
                 escape(&e.message_id)
             };
+            // A scan found these changes: say so, and what ran.
+            let found = match &e.scan {
+                Some(m) => match &m.command {
+                    Some(c) => format!("  (found by a scan of `{}`)", escape(c)),
+                    None => "  (found by a scan)".into(),
+                },
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "message {name}  {}\n",
+                "message {name}  {}{found}\n",
                 out.paint(Role::Dim, &when(e.time))
             ));
             current = Some(&e.message_id);

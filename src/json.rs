@@ -19,7 +19,7 @@ pub fn state(s: &FileState) -> Value {
 }
 
 pub fn entry(e: &Entry) -> Value {
-    json!({
+    let mut v = json!({
         "seq": e.seq,
         "message_id": e.message_id,
         "workspace": e.workspace.path,
@@ -28,7 +28,17 @@ pub fn entry(e: &Entry) -> Value {
         "time": rfc3339(e.time),
         "before": state(&e.before),
         "after": e.after.as_ref().map(state),
-    })
+    });
+    // Only on an entry a scan found, so every other entry keeps its shape.
+    if let Some(m) = &e.scan {
+        v["scan"] = json!({
+            "id": m.id,
+            "command": m.command,
+            "shared_with": m.shared_with,
+            "not_undoable": m.not_undoable,
+        });
+    }
+    v
 }
 
 pub fn session_entry(session: &str, e: &Entry) -> Value {
@@ -45,6 +55,7 @@ pub fn status(s: &FileStatus) -> &'static str {
         FileStatus::AlreadyReverted => "already-reverted",
         FileStatus::Conflict(ConflictReason::ChangedSince { .. }) => "changed-since",
         FileStatus::Conflict(ConflictReason::NeverCommitted) => "never-committed",
+        FileStatus::Conflict(ConflictReason::Shared { .. }) => "shared",
     }
 }
 
@@ -274,6 +285,12 @@ pub fn conflicts(conflicts: &[Conflict]) -> Value {
                         .unwrap_or(Value::Null),
                 ),
                 ConflictReason::NeverCommitted => ("never-committed", Value::Null),
+                ConflictReason::Shared { with } => (
+                    "shared",
+                    with.first()
+                        .map(|s| json!({ "session": s, "message_id": null, "seq": null }))
+                        .unwrap_or(Value::Null),
+                ),
             };
             json!({ "workspace": c.workspace, "path": c.path, "seq": c.seq, "reason": reason, "changed_by": by })
         })

@@ -33,6 +33,12 @@ pub(crate) trait Report {
     fn paged(&self) -> bool {
         false
     }
+
+    /// The process's exit code when the command succeeded, if not 0
+    /// (`run` exits with its command's).
+    fn exit_code(&self) -> Option<u8> {
+        None
+    }
 }
 
 /// A report that is only text, printed as it is.

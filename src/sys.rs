@@ -215,3 +215,55 @@ use private_files::{
     flock_holds as unix_flock_holds, parent_pid as unix_parent_pid,
     write_private as unix_write_private,
 };
+
+/// While a command `turnback run` started is running: a Ctrl-C or Ctrl-\ at
+/// the terminal reaches the whole foreground process group, and must stop
+/// the command, not turnback, which then records what the command did. So
+/// turnback ignores SIGINT and SIGQUIT until this is dropped; the command
+/// gets them back at their defaults ([`default_signals_in_child`]).
+pub(crate) struct InterruptsIgnored(#[cfg(unix)] [libc::sighandler_t; 2]);
+
+impl InterruptsIgnored {
+    pub(crate) fn new() -> InterruptsIgnored {
+        #[cfg(unix)]
+        // SAFETY: `signal` with SIG_IGN installs no handler code; the
+        // previous dispositions are put back on drop.
+        unsafe {
+            InterruptsIgnored([
+                libc::signal(libc::SIGINT, libc::SIG_IGN),
+                libc::signal(libc::SIGQUIT, libc::SIG_IGN),
+            ])
+        }
+        #[cfg(not(unix))]
+        InterruptsIgnored()
+    }
+}
+
+impl Drop for InterruptsIgnored {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: puts back what `new` found.
+        unsafe {
+            libc::signal(libc::SIGINT, self.0[0]);
+            libc::signal(libc::SIGQUIT, self.0[1]);
+        }
+    }
+}
+
+/// Makes `cmd`'s process start with SIGINT and SIGQUIT at their defaults
+/// (an ignored signal stays ignored across `exec`).
+pub(crate) fn default_signals_in_child(cmd: &mut std::process::Command) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: between fork and exec only `signal`, which is
+        // async-signal-safe, is called.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+    }
+}

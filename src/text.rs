@@ -88,8 +88,16 @@ pub fn log(out: &Out, session: &str, entries: &[Entry]) -> String {
             } else {
                 escape(&e.message_id)
             };
+            // A scan found these changes: say so, and what ran.
+            let found = match &e.scan {
+                Some(m) => match &m.command {
+                    Some(c) => format!("  (found by a scan of `{}`)", escape(c)),
+                    None => "  (found by a scan)".into(),
+                },
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "message {name}  {}\n",
+                "message {name}  {}{found}\n",
                 out.paint(Role::Dim, &time(e.time))
             ));
             current = Some(&e.message_id);
@@ -158,6 +166,10 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
         FileStatus::Conflict(ConflictReason::NeverCommitted) => {
             out.paint(Role::Warn, "  [change never committed]")
         }
+        FileStatus::Conflict(ConflictReason::Shared { with }) => out.paint(
+            Role::Warn,
+            &format!("  [shared with session {}]", with.join(", ")),
+        ),
     };
     format!("{path}: {action}{status}")
 }

@@ -218,6 +218,20 @@ const JSON_MD: &str = "docs/JSON.md";
 const CONSOLE: &[Console] = &[
     Console {
         file: JSON_MD,
+        block: "$ turnback checkpoint --scan --message call-9 --json",
+        session: AGENT,
+        setup: &[FILES],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
+        block: "$ turnback run --message call-10 --json -- sh -c 'echo formatted > NOTES.md; rm README.md; echo new > NEW.md'",
+        session: AGENT,
+        setup: &[FILES],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
         block: "$ turnback rewind call-2 --json   # agent-7 changed NOTES.md since (exit code 3)",
         session: AGENT,
         setup: &[FILES, WRITE, RM, AGENT7_OTHER, AGENT7_NOTES],

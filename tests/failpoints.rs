@@ -95,6 +95,26 @@ const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
+        name: "run of a shell command (an edit, a removal, a creation in a new directory)",
+        initial: &[("a.txt", b"a1\n"), ("c.txt", b"c1\n")],
+        setup: &[],
+        args: &[
+            "run",
+            "--message",
+            "m1",
+            "--",
+            "sh",
+            "-c",
+            "echo a2 > a.txt && rm c.txt && mkdir -p d && echo b > d/b.txt",
+        ],
+        stdin: b"",
+        versions: &[
+            ("a.txt", &[Some(b"a1\n"), Some(b"a2\n")]),
+            ("c.txt", &[Some(b"c1\n"), None]),
+            ("d/b.txt", &[None, Some(b"b\n")]),
+        ],
+    },
+    Scenario {
         name: "prune of a store whose one session is kept",
         initial: &[("f.txt", b"v1\n")],
         setup: &[("f.txt", Some(b"v2\n"))],
@@ -206,6 +226,13 @@ fn check_after_crash(
         .open_session(SESSION)
         .unwrap_or_else(|e| panic!("{what}: the session does not open: {e}"));
     session.entries().unwrap_or_else(|e| panic!("{what}: {e}"));
+    // A scan bracket the dead process left open still has everything in
+    // hand: committed now, its changes undo like the rest.
+    for open in session.open_scans().unwrap() {
+        session
+            .commit_scan(&open.id)
+            .unwrap_or_else(|e| panic!("{what}: committing the open scan: {e}"));
+    }
     backups_verify(&session, what);
     // Each file holds one whole version.
     for (path, allowed) in s.versions {

@@ -212,7 +212,9 @@ fn every_op_hello_lists_is_answered_and_hook_is_not_one() {
         .iter()
         .map(|o| o.as_str().unwrap().to_owned())
         .collect();
-    assert!(!ops.iter().any(|o| o == "hook"), "{ops:?}");
+    assert!(!ops.iter().any(|o| o == "hook" || o == "run"), "{ops:?}");
+    let e = s.err(json!({"id": "r", "op": "run", "args": {"cmd": ["true"]}}));
+    assert_eq!(e["kind"], "usage", "{e}");
     let e = s.err(json!({"id": 1, "op": "hook", "args": {"agent": "claude-code"}}));
     assert_eq!(e["kind"], "usage", "{e}");
     let doctor = s.ok(json!({"id": 2, "op": "doctor"}));

@@ -64,3 +64,5 @@ mod serve;
 mod mcp;
 // Settings (config file, environment, flags), retention, per-session caps and garbage collection.
 mod retention;
+// What a shell command changes, undone: the scan bracket and `turnback run`.
+mod scan;

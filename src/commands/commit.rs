@@ -1,24 +1,58 @@
-//! `turnback commit ID`: an agent records the file of its checkpoint as written.
+//! `turnback commit ID`: an agent records the file of its checkpoint as
+//! written, or what the command a scan bracketed changed.
 
 use crate::commands::CliError;
 use crate::commands::common::EntryReport;
+use crate::commands::scan::Scanned;
 use crate::context::Context;
+use crate::render::Report;
 
-/// Record the file of checkpoint ID as written (for agents)
+/// Record checkpoint ID's file, or scan ID's changes (for agents)
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  turnback commit 12")]
+#[command(after_help = "Example:\n  turnback commit 12\n  turnback commit scan-19a2b3c4d5e-0f1e")]
 pub(crate) struct CommitArgs {
-    /// The entry number `turnback checkpoint` printed (`N` or `#N`)
-    #[arg(value_parser = crate::naming::entry_number)]
-    pub(crate) id: u64,
+    /// The entry number (`N` or `#N`) or scan id `turnback checkpoint` printed
+    #[arg(value_parser = id_arg)]
+    pub(crate) id: Id,
 }
 
-pub(crate) fn run(ctx: &Context, args: &CommitArgs) -> Result<EntryReport, CliError> {
+/// What a checkpoint's ID names: an entry number, or a scan id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Id {
+    Entry(u64),
+    Scan(String),
+}
+
+/// Parses ID as clap parses it: an entry number (`N` or `#N`) or a scan id
+/// (`scan-...`), so that anything else is a usage error with clap's usage
+/// line.
+pub(crate) fn id_arg(id: &str) -> Result<Id, String> {
+    if id.starts_with("scan-") {
+        return Ok(Id::Scan(id.to_owned()));
+    }
+    crate::naming::entry_number(id)
+        .map(Id::Entry)
+        .map_err(|_| {
+            format!(
+                "{id:?} is not an entry number (`#N` or `N`) or a scan id (scan-...), as `turnback checkpoint` printed"
+            )
+        })
+}
+
+pub(crate) fn run(ctx: &Context, args: &CommitArgs) -> Result<Box<dyn Report>, CliError> {
     let session = ctx.agent_session()?;
-    let e = session.commit(args.id)?;
-    Ok(EntryReport {
-        session: session.id().to_owned(),
-        entry: e,
-        prefix: "committed ",
-    })
+    match &args.id {
+        Id::Entry(n) => {
+            let e = session.commit(*n)?;
+            Ok(Box::new(EntryReport {
+                session: session.id().to_owned(),
+                entry: e,
+                prefix: "committed ",
+            }))
+        }
+        Id::Scan(id) => Ok(Box::new(Scanned {
+            report: session.commit_scan(id)?,
+            exit_code: None,
+        })),
+    }
 }

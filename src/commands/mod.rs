@@ -24,6 +24,8 @@ mod revert;
 mod rewind;
 mod rm;
 mod rollback;
+mod run;
+mod scan;
 mod serve;
 mod sessions;
 mod show;
@@ -61,6 +63,7 @@ pub(crate) enum Command {
     Revert(revert::RevertArgs),
     Rewind(rewind::RewindArgs),
     Redo(redo::RedoArgs),
+    Run(run::RunArgs),
     Log(log::LogArgs),
     Turns(turns::TurnsArgs),
     Diff(diff::DiffArgs),
@@ -98,6 +101,7 @@ impl Command {
                 | C::Revert(_)
                 | C::Rewind(_)
                 | C::Redo(_)
+                | C::Run(_)
         )
     }
 }
@@ -137,8 +141,10 @@ pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
     let render = Renderer::new(cli.color.into(), cli.json).paging(cli.no_pager);
     let mut ctx = None;
     let mut done = dispatch(&cli, render, &mut ctx);
+    let mut code = 0;
     if let Ok(report) = &done {
         render.report(&**report)?;
+        code = report.exit_code().unwrap_or(0);
         // A check that found a refusal ends as the real command would.
         if let Some(refusal) = report.refusal() {
             done = Err(refusal);
@@ -153,7 +159,7 @@ pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
         ctx.report_notices();
     }
     Ok(match done {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(code),
         Err(e) => {
             render.error(&e);
             ExitCode::from(e.code())
@@ -191,9 +197,11 @@ pub(crate) fn in_context(ctx: &Context, command: &Command) -> Result<Box<dyn Rep
         Command::Write(args) => write::run(ctx, args).map(boxed),
         Command::Rm(args) => rm::run(ctx, args).map(boxed),
         Command::Mv(args) => mv::run(ctx, args).map(boxed),
+        Command::Checkpoint(args) if args.scan => checkpoint::run_scan(ctx, args).map(boxed),
         Command::Checkpoint(args) => checkpoint::run(ctx, args).map(boxed),
-        Command::Commit(args) => commit::run(ctx, args).map(boxed),
+        Command::Commit(args) => commit::run(ctx, args),
         Command::Rollback(args) => rollback::run(ctx, args),
+        Command::Run(args) => run::run(ctx, args).map(boxed),
         Command::Turn(args) => turn::run(ctx, args).map(boxed),
         Command::Status(args) => status::run(ctx, args).map(boxed),
         Command::Undo(args) => undo::run(ctx, args).map(boxed),

@@ -17,9 +17,9 @@ use crate::render::Report;
     after_help = "Example:\n  turnback rollback 12\n\nRefused (exit code 3) when a change to the file was recorded since the\ncheckpoint, by this session or another; --force rolls back over it, backing\nup what it overwrites (`turnback redo` puts it back)."
 )]
 pub(crate) struct RollbackArgs {
-    /// The entry number `turnback checkpoint` printed (`N` or `#N`)
-    #[arg(value_parser = crate::naming::entry_number)]
-    pub(crate) id: u64,
+    /// The entry number (`N` or `#N`) or scan id `turnback checkpoint` printed
+    #[arg(value_parser = crate::commands::commit::id_arg)]
+    pub(crate) id: crate::commands::commit::Id,
     #[command(flatten)]
     pub(crate) flags: RevertFlags,
 }
@@ -48,8 +48,22 @@ impl Report for RolledBack {
 
 /// A rollback, or with `--dry-run` its preview.
 pub(crate) fn run(ctx: &Context, args: &RollbackArgs) -> Result<Box<dyn Report>, CliError> {
-    let id = args.id;
     let session = ctx.agent_session()?;
+    let id = match &args.id {
+        crate::commands::commit::Id::Entry(n) => *n,
+        crate::commands::commit::Id::Scan(_) if args.flags.dry_run || args.flags.force => {
+            return Err(CliError::usage(
+                "--dry-run and --force are for a checkpoint's entry, not a scan",
+                "`turnback rollback SCAN` puts back what changed since the scan began",
+            ));
+        }
+        crate::commands::commit::Id::Scan(id) => {
+            return Ok(Box::new(crate::commands::scan::Scanned {
+                report: session.rollback_scan(id)?,
+                exit_code: None,
+            }));
+        }
+    };
     let entry = session.entries()?.into_iter().find(|e| e.seq == id);
     let r = session.rollback_with(id, args.flags.options())?;
     if args.flags.dry_run {

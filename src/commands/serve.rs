@@ -9,6 +9,7 @@ use turnback::output::ColorChoice;
 use turnback_store::Store;
 
 use crate::cli::Cli;
+use crate::commands::commit::{CommitArgs, Id};
 use crate::commands::common::{EntryReport, reverted};
 use crate::commands::rollback::RolledBack;
 use crate::commands::{CliError, Command, boxed, checkpoint, dispatch, in_context, write};
@@ -88,18 +89,23 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
             })?;
             write::write_from(&ctx, args, content).map(boxed)
         }
-        Command::Checkpoint(args) => {
+        // A scan bracket holds no lock: it runs as a process runs it.
+        Command::Checkpoint(args) if !args.scan => {
             let session = ctx.agent_session()?;
             let ws = ctx.workspace()?;
-            let path = ctx.user_path(&args.file.file);
+            let file = args
+                .file
+                .as_ref()
+                .expect("clap requires FILE without --scan");
+            let path = ctx.user_path(file);
             let seq = server
                 .held
-                .take(session.clone(), ws, path, args.file.message.clone())?;
+                .take(session.clone(), ws, path, args.message.clone())?;
             checkpoint::checkpointed(&session, seq).map(boxed)
         }
-        Command::Commit(args) => {
+        Command::Commit(CommitArgs { id: Id::Entry(id) }) => {
             let session = ctx.agent_session()?;
-            match server.held.commit(session.id(), args.id) {
+            match server.held.commit(session.id(), *id) {
                 Some(done) => Ok(boxed(EntryReport {
                     session: session.id().to_owned(),
                     entry: done?,
@@ -108,9 +114,11 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
                 None => in_context(&ctx, &cli.command),
             }
         }
-        Command::Rollback(args) => {
+        Command::Rollback(args) if matches!(args.id, Id::Entry(_)) => {
             let session = ctx.agent_session()?;
-            let (id, flags) = (args.id, args.flags);
+            let (Id::Entry(id), flags) = (args.id.clone(), args.flags) else {
+                unreachable!("matched above")
+            };
             if !server.held.holds(session.id(), id) {
                 return in_context(&ctx, &cli.command);
             }

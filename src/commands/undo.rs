@@ -19,12 +19,14 @@ pub(crate) struct UndoArgs {
 
 pub(crate) fn run(ctx: &Context, args: &UndoArgs) -> Result<Reverted, CliError> {
     let session = ctx.person_session()?;
+    // Read before the undo takes the entries away.
+    let mark = crate::commands::scan::newest_mark(&session);
     let r = match args.count {
         None | Some(1) => session.undo(args.flags.options())?,
         Some(n) => session.undo_steps(n as usize, args.flags.options())?,
     };
     let what = match args.count {
-        None | Some(1) => "undo".into(),
+        None | Some(1) => crate::commands::scan::revert_what("undo", mark.as_ref()),
         Some(n) => format!("undo of the newest {n} changes"),
     };
     Ok(reverted(&session, what, r)?.forced(args.flags.force))

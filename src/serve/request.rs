@@ -11,9 +11,11 @@ use serde_json::{Map, Value};
 use crate::cli::Cli;
 use crate::commands::CliError;
 
-/// The commands a request may not name: the servers themselves, and `hook`,
-/// which speaks an agent's hook protocol on its own standard input.
-const NOT_OVER_SERVE: [&str; 4] = ["serve", "mcp", "help", "hook"];
+/// The commands a request may not name: the servers themselves; `hook`,
+/// which speaks an agent's hook protocol on its own standard input; and
+/// `run`, whose command would share the server's standard input and output
+/// (a client brackets its own command with `checkpoint --scan` and `commit`).
+const NOT_OVER_SERVE: [&str; 5] = ["serve", "mcp", "help", "hook", "run"];
 
 /// A request, checked: every field of the right type, no unknown field.
 #[derive(Debug)]

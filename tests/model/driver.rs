@@ -274,6 +274,8 @@ fn failure(real: &Real, e: Error) -> Failure {
                                 Status::ChangedSince(b.as_ref().map(by))
                             }
                             ConflictReason::NeverCommitted => Status::NeverCommitted,
+                            // The model takes no scans, so nothing is shared.
+                            ConflictReason::Shared { .. } => unreachable!("no scans in the model"),
                         },
                     })
                     .collect(),
@@ -335,6 +337,9 @@ fn reported(real: &Real, r: turnback_store::Result<RevertReport>) -> Expect {
                         }
                         FileStatus::Conflict(ConflictReason::NeverCommitted) => {
                             Status::NeverCommitted
+                        }
+                        FileStatus::Conflict(ConflictReason::Shared { .. }) => {
+                            unreachable!("no scans in the model")
                         }
                     },
                     target: show(&f.target),

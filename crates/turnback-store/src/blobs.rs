@@ -77,6 +77,26 @@ impl Blobs {
         })
     }
 
+    /// Backs up what `reader` yields (a stream that is not a file: an object
+    /// `git` hands out), named `source` in errors; as
+    /// [`Blobs::store_file_batched`]: call [`Blobs::sync_dir`] after the batch.
+    pub(crate) fn store_reader_batched(
+        &self,
+        reader: &mut dyn std::io::Read,
+        source: &Path,
+    ) -> Result<(String, u64)> {
+        self.store_with_sync(
+            |_, _| {},
+            |tmp, file| {
+                hash::copy_hashing(reader, Some(file)).map_err(|e| match e {
+                    CopyError::Read(e) => Error::io("read", source)(e),
+                    CopyError::Write(e) => Error::io("write backup", tmp)(e),
+                })
+            },
+            false,
+        )
+    }
+
     /// Makes a blob of what `fill` puts into a new temporary (returning its
     /// hash and size), durably, and removes the temporary on failure.
     fn store_with(
@@ -84,9 +104,21 @@ impl Blobs {
         hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
     ) -> Result<(String, u64)> {
+        self.store_with_sync(hashed, fill, true)
+    }
+
+    /// [`Blobs::store_with`]; without `dir_sync` the directory is not synced
+    /// after the rename, and the caller must call [`Blobs::sync_dir`] before it
+    /// relies on the blob (one sync for a batch of blobs).
+    fn store_with_sync(
+        &self,
+        hashed: impl FnOnce(&str, u64),
+        fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
+        dir_sync: bool,
+    ) -> Result<(String, u64)> {
         sys::create_store_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
         let tmp = self.dir.join(format!(".tmp-{:016x}", random_u64()));
-        let result = self.store_via(&tmp, hashed, fill);
+        let result = self.store_via(&tmp, hashed, fill, dir_sync);
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -98,6 +130,7 @@ impl Blobs {
         tmp: &Path,
         hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
+        dir_sync: bool,
     ) -> Result<(String, u64)> {
         let mut file = crate::trust::open(
             sys::store_file_options()
@@ -128,9 +161,61 @@ impl Blobs {
         drop(file);
         std::fs::rename(tmp, &target).map_err(Error::io("rename into place", &target))?;
         crate::crash::point("blob-renamed");
+        if dir_sync {
+            self.sync_dir()?;
+        }
+        Ok((hash, size))
+    }
+
+    /// Syncs the blob directory: every blob renamed into it is durable after.
+    pub(crate) fn sync_dir(&self) -> Result<()> {
         sys::fsync_dir_path(&self.dir).map_err(Error::io("sync directory", &self.dir))?;
         crate::crash::point("blob-dir-synced");
-        Ok((hash, size))
+        Ok(())
+    }
+
+    /// [`Blobs::store_file`] of one of a batch: its directory is not synced;
+    /// call [`Blobs::sync_dir`] once after the batch, before relying on any.
+    pub(crate) fn store_file_batched(
+        &self,
+        source_file: &mut File,
+        source: &Path,
+    ) -> Result<(String, u64)> {
+        self.store_with_sync(
+            |_, _| {},
+            |tmp, file| {
+                let mut writer = sys::EarlyWriteback::new(file);
+                let copied =
+                    hash::copy_hashing(source_file, Some(&mut writer)).map_err(|e| match e {
+                        CopyError::Read(e) => Error::io("read", source)(e),
+                        CopyError::Write(e) => Error::io("write backup", tmp)(e),
+                    })?;
+                writer.finish().map_err(Error::io("write backup", tmp))?;
+                Ok(copied)
+            },
+            false,
+        )
+    }
+
+    /// Names blob `hash` of `from` (another blob directory on the same file
+    /// system, whose blobs are durable) in this one too, by a hard link:
+    /// blobs are immutable, so the two names can share the file. The
+    /// directory is not synced (see [`Blobs::sync_dir`]). `false` when a
+    /// link cannot be made (another file system); then copy it.
+    pub(crate) fn link_from(&self, from: &Blobs, hash: &str) -> Result<bool> {
+        sys::create_store_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
+        let target = self.path(hash);
+        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file()) {
+            return Ok(true);
+        }
+        if std::fs::hard_link(from.path(hash), &target).is_err() {
+            return Ok(false);
+        }
+        // Fresh: pruning spares blobs changed in its grace period, and this
+        // one is about to be named by an entry.
+        let _ = crate::trust::open_read(&target)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        Ok(true)
     }
 
     /// Opens a blob for reading. The caller verifies the hash while it copies

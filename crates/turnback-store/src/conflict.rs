@@ -30,6 +30,12 @@ pub enum ConflictReason {
     },
     /// The entry was never committed: what the write left is unknown.
     NeverCommitted,
+    /// A scan found the change while another session's scan was open on the
+    /// same workspace: the change may be that session's work.
+    Shared {
+        /// The other sessions.
+        with: Vec<String>,
+    },
 }
 
 /// A session and message that changed a file, as recorded in the store.
@@ -55,6 +61,12 @@ impl fmt::Display for Conflict {
             ConflictReason::NeverCommitted => {
                 write!(f, "{} has a change that was never committed", self.path)
             }
+            ConflictReason::Shared { with } => write!(
+                f,
+                "{} was changed while session(s) {} also watched it: the change may be theirs",
+                self.path,
+                with.join(", ")
+            ),
         }
     }
 }

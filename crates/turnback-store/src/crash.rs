@@ -40,6 +40,13 @@ pub const CRASH_POINTS: &[&str] = &[
     "ws-removed-synced",
     // Prune has decided which sessions to remove and removed none yet.
     "prune-listed",
+    // A scan bracket's record is durable (`scan/`): the command may run.
+    "scan-begun",
+    // A scan's commit has every before-contents in the session's blobs and has
+    // recorded nothing yet.
+    "scan-backed-up",
+    // A scan's commit has recorded its entries and not yet closed its record.
+    "scan-recorded",
 ];
 
 /// Aborts the process here if the environment says so.

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::conflict::{ChangedBy, Conflict, ConflictReason};
+pub use crate::unsafe_reason::UnsafeReason;
+use crate::unsafe_reason::unsafe_store;
 
 /// The result type of every fallible operation of the store.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -376,6 +378,26 @@ pub enum Error {
     #[error(transparent)]
     BadSetting(crate::config_error::SettingError),
 
+    /// No open scan bracket of that id in the session (`Session::commit_scan`,
+    /// `Session::rollback_scan`).
+    #[error(
+        "session {session:?} has no open scan {id:?}: it was committed or rolled back, or never begun"
+    )]
+    NoSuchScan {
+        /// The session asked.
+        session: String,
+        /// The scan id asked for.
+        id: String,
+    },
+    /// A scan could not be made or read: `git` failed or is missing in a
+    /// repository, a scan record or a baseline is damaged. Nothing was changed.
+    #[error("scan of {}: {reason}", path.display())]
+    ScanFailed {
+        /// The workspace, or the damaged file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// The path is inside the store home (the store lives in the workspace):
     /// turnback does not change its own files as a workspace file, which
     /// would lose the change and damage the store. Nothing was touched.
@@ -462,65 +484,10 @@ error_kinds!(
     Evicted,
     BadConfig,
     BadSetting,
+    NoSuchScan,
+    ScanFailed,
     InsideStore,
 );
-
-/// Why a part of the store is not safe to use ([`Error::UnsafeStore`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum UnsafeReason {
-    /// It is a symbolic link (a store directory or file never is).
-    SymbolicLink,
-    /// It belongs to another user.
-    OwnedBy {
-        /// Its owner.
-        uid: u32,
-        /// This process's effective uid.
-        euid: u32,
-    },
-    /// Its group or others may write in it.
-    WritableByOthers {
-        /// Its permission bits.
-        mode: u32,
-    },
-    /// A session names it as its workspace, but it belongs to another user.
-    ForeignWorkspace {
-        /// The workspace root's owner.
-        uid: u32,
-        /// This process's effective uid.
-        euid: u32,
-    },
-}
-
-impl fmt::Display for UnsafeReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            UnsafeReason::SymbolicLink => f.write_str("it is a symbolic link"),
-            UnsafeReason::OwnedBy { uid, euid } => {
-                write!(f, "it is owned by uid {uid}, not by you (uid {euid})")
-            }
-            UnsafeReason::WritableByOthers { mode } => {
-                write!(f, "it is writable by its group or others (mode {mode:o})")
-            }
-            UnsafeReason::ForeignWorkspace { uid, euid } => {
-                write!(f, "it is owned by uid {uid}, not by you (uid {euid})")
-            }
-        }
-    }
-}
-
-fn unsafe_store(path: &std::path::Path, reason: &UnsafeReason) -> String {
-    match reason {
-        UnsafeReason::ForeignWorkspace { .. } => format!(
-            "a session in the store names {} as its workspace, which is not safe to use: {reason}; nothing was touched",
-            path.display()
-        ),
-        _ => format!(
-            "the store at {} is not safe to use: {reason}; nothing was touched",
-            path.display()
-        ),
-    }
-}
 
 /// "12 bytes with SHA-256 ab…", or the half of it that was expected.
 fn describe_expected(size: Option<u64>, sha256: Option<&str>) -> String {

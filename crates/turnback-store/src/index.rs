@@ -12,8 +12,7 @@ use time::OffsetDateTime;
 
 use crate::durable::{self, Durability};
 use crate::error::{Error, Result};
-use crate::hash::is_sha256_hex;
-use crate::relpath::{RelPath, is_relative_path, is_temp_name};
+use crate::relpath::RelPath;
 
 /// The format version this build writes and the newest it reads. Format 1 had
 /// no turns, no revert history and no read marks; format 2 had no journal
@@ -161,6 +160,31 @@ pub struct Entry {
     /// first entry's `seq`; undo and revert take a group whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<u64>,
+    /// Set when a scan bracket found the change (`Session::commit_scan`)
+    /// rather than a write the store was told of.
+    /// (Boxed: most entries have none, and an entry is moved around a lot.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<Box<ScanMark>>,
+}
+
+/// What an entry a scan found says of its scan.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ScanMark {
+    /// The scan's id.
+    pub id: String,
+    /// The command line that ran inside the bracket, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Other sessions whose scan brackets were open on the same workspace when
+    /// this change happened: the change may be theirs, so an undo refuses it
+    /// ([`crate::ConflictReason::Shared`]) unless forced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_with: Vec<String>,
+    /// Files the same scan found changed but could not back up (over the
+    /// size limit, symbolic links, contents gone): an undo of the scan
+    /// cannot restore them, and says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_undoable: Vec<String>,
 }
 
 /// A user turn: what the agent was asked, when, and where in its conversation.
@@ -345,42 +369,6 @@ impl Index {
         Some(&self.entries[i])
     }
 
-    /// Rejects what parses but could make the store touch the wrong thing.
-    fn validate(&self) -> std::result::Result<(), String> {
-        let mut last = 0;
-        for e in &self.entries {
-            if e.seq <= last {
-                return Err(format!("entry {} is out of order", e.seq));
-            }
-            last = e.seq;
-        }
-        let recorded = self.history.iter().flat_map(|r| &r.entries);
-        for e in self.entries.iter().chain(recorded) {
-            if e.seq >= self.next_seq {
-                return Err(format!(
-                    "entry {} is not below next_seq {}",
-                    e.seq, self.next_seq
-                ));
-            }
-            check_entry(e)?;
-        }
-        for r in &self.history {
-            check_record(r)?;
-        }
-        for m in &self.reads {
-            check_read(m)?;
-        }
-        if let Some(f) = self
-            .evicted
-            .iter()
-            .flat_map(|e| &e.files)
-            .find(|f| !is_relative_path(&f.path) || !f.workspace.is_absolute())
-        {
-            return Err(format!("an evicted file has an unsafe path {:?}", f.path));
-        }
-        Ok(())
-    }
-
     /// Replaces the index at `path` (through the temporary `temp`, fsync,
     /// rename, and with [`Durability::Full`] a directory fsync). Call only
     /// under the session lock.
@@ -388,72 +376,6 @@ impl Index {
         let mut bytes = serde_json::to_vec_pretty(self).expect("an index always serializes");
         bytes.push(b'\n');
         durable::replace(path, temp, &bytes, durability)
-    }
-}
-
-/// Rejects an entry that could make the store touch the wrong thing: a path
-/// that climbs out, a blob name that is not a hash, an unsafe temporary name.
-pub(crate) fn check_entry(e: &Entry) -> std::result::Result<(), String> {
-    if e.seq == 0 {
-        return Err("entry 0 cannot exist: entries are numbered from 1".into());
-    }
-    if !is_relative_path(&e.path) {
-        return Err(format!("entry {} has an unsafe path {:?}", e.seq, e.path));
-    }
-    if !e.workspace.path.is_absolute() {
-        return Err(format!("entry {} has a relative workspace root", e.seq));
-    }
-    for state in std::iter::once(&e.before).chain(e.after.as_ref()) {
-        check_state(state).map_err(|why| format!("entry {}: {why}", e.seq))?;
-    }
-    if let Some(dir) = e.created_dirs.iter().find(|d| !is_relative_path(d)) {
-        return Err(format!("entry {} has an unsafe directory {dir:?}", e.seq));
-    }
-    if let Some(t) = e.in_flight.as_ref().and_then(|f| f.temp.as_deref())
-        && !is_temp_name(t)
-    {
-        return Err(format!(
-            "entry {} has an unsafe temporary name {t:?}",
-            e.seq
-        ));
-    }
-    Ok(())
-}
-
-/// [`check_entry`] for a revert record: its entries, files and directories.
-pub(crate) fn check_record(r: &RevertRecord) -> std::result::Result<(), String> {
-    for e in &r.entries {
-        check_entry(e)?;
-    }
-    if let Some(d) = r.removed_dirs.iter().find(|d| !is_relative_path(&d.path)) {
-        return Err(format!(
-            "revert {} has an unsafe directory {:?}",
-            r.id, d.path
-        ));
-    }
-    for f in &r.files {
-        if !is_relative_path(&f.path) || !f.workspace.path.is_absolute() {
-            return Err(format!("revert {} has an unsafe path {:?}", r.id, f.path));
-        }
-        for state in std::iter::once(&f.restored).chain(f.overwritten.as_ref()) {
-            check_state(state).map_err(|why| format!("revert {}: {why}", r.id))?;
-        }
-    }
-    Ok(())
-}
-
-/// [`check_entry`] for a read mark.
-pub(crate) fn check_read(m: &ReadMark) -> std::result::Result<(), String> {
-    check_state(&m.state).map_err(|why| format!("read mark {}: {why}", m.file.display()))
-}
-
-fn check_state(s: &FileState) -> std::result::Result<(), String> {
-    match (&s.exists, &s.sha256) {
-        (true, Some(h)) if is_sha256_hex(h) => Ok(()),
-        (true, Some(h)) => Err(format!("{h:?} is not a SHA-256")),
-        (true, None) => Err("an existing file without a hash".into()),
-        (false, None) => Ok(()),
-        (false, Some(_)) => Err("an absent file with a hash".into()),
     }
 }
 
@@ -491,6 +413,7 @@ pub(crate) mod tests {
             in_flight: None,
             turn: 0,
             group: None,
+            scan: None,
         }
     }
 

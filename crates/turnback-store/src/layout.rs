@@ -14,6 +14,9 @@
 //! <home>/locks/<sha256>.mark               a file being written between two processes (`mark.rs`)
 //! <home>/prune.lock                        held by the one prune that runs at a time
 //! <home>/pruned-at                         its modification time: when a prune last ran by itself
+//! <home>/sessions/<id>/scans/<scan>.jsonl  an open scan bracket (`scan/record.rs`)
+//! <home>/baselines/<key>/baseline.jsonl    a workspace's scan baseline (`scan/baseline.rs`)
+//! <home>/baselines/<key>/{lock, blobs/}    its lock and its backups
 //! ```
 //!
 //! An index is read in one of four ways, each for one kind of caller (a
@@ -72,6 +75,37 @@ const MARKER_FILE: &str = "reverting.json";
 
 /// The session's backups (`blobs.rs`).
 const BLOBS_DIR: &str = "blobs";
+
+/// The session's open scan brackets (`scan/record.rs`).
+const SCANS_DIR: &str = "scans";
+
+/// The directory of a home that holds the workspaces' scan baselines.
+const BASELINES_DIR: &str = "baselines";
+
+/// The names inside one workspace's baseline directory (`scan/baseline.rs`):
+/// the directory, its lock, its listing and its temporary, its backups.
+pub(crate) struct BaselinePaths {
+    pub(crate) dir: PathBuf,
+    pub(crate) lock: PathBuf,
+    pub(crate) file: PathBuf,
+    pub(crate) temp: PathBuf,
+    pub(crate) blobs: PathBuf,
+}
+
+impl BaselinePaths {
+    /// The baseline `key` of the home `home`.
+    pub(crate) fn new(home: &Path, key: &str) -> BaselinePaths {
+        let dir = home.join(BASELINES_DIR).join(key);
+        let file = dir.join("baseline.jsonl");
+        BaselinePaths {
+            lock: dir.join(LOCK_FILE),
+            temp: temp_of(&file),
+            blobs: dir.join(BLOBS_DIR),
+            file,
+            dir,
+        }
+    }
+}
 
 /// The temporary a store file is replaced through (`durable.rs`): a fixed
 /// name, safe only under the lock that serializes the file's writers.
@@ -144,6 +178,18 @@ impl SessionDir {
     /// The temporary the marker is written through.
     pub(crate) fn marker_temp_path(&self) -> PathBuf {
         temp_of(&self.marker_path())
+    }
+
+    /// The directory of the session's open scan brackets.
+    pub(crate) fn scans_path(&self) -> PathBuf {
+        self.path.join(SCANS_DIR)
+    }
+
+    /// A scan record of the session and the temporary it is written through.
+    pub(crate) fn scan_paths(&self, scan: &str) -> (PathBuf, PathBuf) {
+        let file = self.scans_path().join(format!("{scan}.jsonl"));
+        let temp = temp_of(&file);
+        (file, temp)
     }
 
     /// The directory of the session's backups.

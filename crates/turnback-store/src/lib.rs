@@ -29,6 +29,37 @@
 //! # }
 //! ```
 //!
+//! ## What a shell command changes: the scan bracket
+//!
+//! A command the store is not told the files of (`sed -i`, a formatter,
+//! `git checkout -- file`) is bracketed instead: [`Session::begin_scan`]
+//! before it, [`Session::commit_scan`] after it (or [`Session::rollback_scan`]
+//! to put everything back), from the same process or another (the id is all
+//! that passes between them; [`Session::open_scans`] lists those a dead
+//! process left open). What changed is recorded as one step of entries, which
+//! undo, revert, rewind and redo take back like any write.
+//!
+//! ```
+//! use turnback_store::{RevertOptions, Store, Workspace};
+//!
+//! # fn main() -> turnback_store::Result<()> {
+//! # let home = tempfile::tempdir().unwrap();
+//! # let dir = tempfile::tempdir().unwrap();
+//! # std::fs::write(dir.path().join("a.txt"), "before\n").unwrap();
+//! let session = Store::new(home.path()).session("agent-42")?;
+//! let workspace = Workspace::open(dir.path())?;
+//! // PreToolUse of a shell tool:
+//! let id = session.begin_scan(&workspace, "tool-call-3", Some("sed -i s/before/after/ a.txt"))?;
+//! std::fs::write(dir.path().join("a.txt"), "after\n").unwrap(); // the command
+//! // PostToolUse (any process): what changed, recorded.
+//! let report = session.commit_scan(&id)?;
+//! assert_eq!(report.changes.len(), 1);
+//! session.undo(RevertOptions::default())?;
+//! assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "before\n");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Guarantees
 //!
 //! - **Many processes, one session.** Every change to a session's index happens
@@ -106,6 +137,7 @@ mod guard;
 mod hash;
 mod home;
 mod index;
+mod index_check;
 mod journal;
 mod layout;
 mod listing;
@@ -117,6 +149,7 @@ mod relpath;
 mod restore;
 mod retention;
 mod revert;
+mod scan;
 mod session;
 mod session_id;
 mod settings;
@@ -125,6 +158,7 @@ mod store;
 mod sys;
 mod trust;
 mod turns;
+mod unsafe_reason;
 mod workspace;
 
 #[doc(hidden)]
@@ -142,13 +176,16 @@ pub use evicted::{Evicted, EvictedFile, EvictedMessage};
 pub use home::{HOME_ENV, default_home};
 pub use index::{
     Entry, FORMAT_VERSION, FileState, InFlight, ReadMark, RemovedDir, RevertRecord, RevertedFile,
-    Turn, WorkspaceRoot,
+    ScanMark, Turn, WorkspaceRoot,
 };
 pub use listing::{ChoiceReason, ChosenSession, SessionChoice, SessionSummary};
 pub use mark::{Mark, Settled};
 pub use retention::{PruneReport, PrunedSession, Retention, SpareReason, SparedSession};
 pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,
+};
+pub use scan::{
+    DEFAULT_SIZE_LIMIT, OpenScan, ScanChange, ScanChangeKind, ScanOptions, ScanReport, Unrecorded,
 };
 pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};

@@ -276,6 +276,28 @@ impl Store {
         Ok(best)
     }
 
+    /// Every entry in effect, in any session, that `wanted` accepts, with
+    /// its session's id (a scan's commit: who recorded a change during its
+    /// bracket). Sessions whose index cannot be read are passed over.
+    pub(crate) fn entries_where(
+        &self,
+        wanted: impl Fn(&Entry) -> bool,
+    ) -> Result<Vec<(String, Entry)>> {
+        let mut found = Vec::new();
+        for id in self.session_ids()? {
+            let Ok(idx) = self.read_index(&id) else {
+                continue;
+            };
+            found.extend(
+                idx.entries
+                    .into_iter()
+                    .filter(|e| wanted(e))
+                    .map(|e| (id.clone(), e)),
+            );
+        }
+        Ok(found)
+    }
+
     /// Session `id`'s whole index, read under its shared lock
     /// ([`crate::layout::SessionDir::read_index`]).
     fn read_index(&self, id: &str) -> Result<Index> {

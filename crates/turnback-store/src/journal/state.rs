@@ -6,7 +6,8 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
 use super::line::Op;
-use crate::index::{self, Entry, Index, ReadMark};
+use crate::index::{Entry, Index, ReadMark};
+use crate::index_check;
 
 /// An index with the lookups a change needs in less than a scan of it.
 #[derive(Debug, Clone)]
@@ -128,7 +129,7 @@ impl State {
         for op in ops {
             match op {
                 Op::Entry(entry) => {
-                    index::check_entry(&entry)?;
+                    index_check::check_entry(&entry)?;
                     self.put_entry(entry);
                 }
                 Op::DropEntry(seq) => {
@@ -150,7 +151,7 @@ impl State {
                         .ok_or_else(|| format!("drops turn {number}, which does not exist"))?;
                 }
                 Op::Record(record) => {
-                    index::check_record(&record)?;
+                    index_check::check_record(&record)?;
                     recorded.extend(record.entries.iter().map(|e| e.seq));
                     put_keyed(&mut self.index.history, record, |r| r.id);
                 }
@@ -159,7 +160,7 @@ impl State {
                         .ok_or_else(|| format!("drops revert {id}, which does not exist"))?;
                 }
                 Op::Read(mark) => {
-                    index::check_read(&mark)?;
+                    index_check::check_read(&mark)?;
                     self.put_read(mark);
                 }
                 Op::Evict(gone) => {

@@ -28,6 +28,9 @@ pub(super) struct FilePlan {
     pub(super) status: FileStatus,
     /// The file as the check found it.
     pub(super) now: FileState,
+    /// Other sessions that may share a change of the file (a scan's
+    /// [`crate::ScanMark::shared_with`]): the revert refuses unless forced.
+    pub(super) shared_with: Vec<String>,
 }
 
 impl FilePlan {
@@ -52,8 +55,10 @@ pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
     selected.sort_by_key(|e| std::cmp::Reverse(e.seq));
     for e in selected {
         let temp = e.in_flight.as_ref().and_then(|f| f.temp.clone());
+        let shared = e.scan.iter().flat_map(|m| m.shared_with.clone());
         match plans.iter_mut().find(|p| p.file() == e.absolute_path()) {
             Some(p) => {
+                p.shared_with.extend(shared);
                 p.seqs.push(e.seq);
                 p.target = e.before.clone();
                 p.created_dirs = e.created_dirs.iter().map(|d| RelPath::checked(d)).collect();
@@ -69,6 +74,7 @@ pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
                 temps: temp.into_iter().collect(),
                 status: FileStatus::Safe,
                 now: FileState::absent(),
+                shared_with: shared.collect(),
             }),
         }
     }
@@ -100,6 +106,7 @@ pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
                 temps: Vec::new(),
                 status: FileStatus::Safe,
                 now: FileState::absent(),
+                shared_with: Vec::new(),
             })
         })
         .collect()
@@ -117,6 +124,11 @@ pub(super) fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> 
         } else {
             match &p.expected {
                 None => FileStatus::Conflict(ConflictReason::NeverCommitted),
+                Some(a) if now.same_state(a) && !p.shared_with.is_empty() => {
+                    FileStatus::Conflict(ConflictReason::Shared {
+                        with: p.shared_with.clone(),
+                    })
+                }
                 Some(a) if now.same_state(a) => FileStatus::Safe,
                 Some(_) => FileStatus::Conflict(ConflictReason::ChangedSince {
                     by: find_changer(session, &p.file(), &now),

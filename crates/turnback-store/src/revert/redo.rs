@@ -129,6 +129,7 @@ fn record_overwrites(idx: &mut Tracked, restored: &[(&FilePlan, Option<FileState
             in_flight: None,
             turn,
             group,
+            scan: None,
         };
         idx.mark_read(file, p.target.clone());
         idx.insert_entry(entry);

@@ -228,7 +228,7 @@ impl Session {
 
     /// Creates the session's directory with its first change, durably, and
     /// holds it (see [`Session::hold_live`]).
-    pub(super) fn ensure_dir(&self) -> Result<()> {
+    pub(crate) fn ensure_dir(&self) -> Result<()> {
         self.hold_live(true)
     }
 

@@ -398,13 +398,28 @@ impl Session {
         message_id: &str,
         drafts: Vec<Draft>,
     ) -> Result<Vec<Entry>> {
+        self.record_marked(workspace, message_id, drafts, None)
+    }
+
+    /// [`Session::record`] of the changes a scan found, each entry marked with
+    /// `mark` (its scan, and with whom the change of each is shared: by the
+    /// draft's place).
+    pub(crate) fn record_marked(
+        &self,
+        workspace: &Workspace,
+        message_id: &str,
+        drafts: Vec<Draft>,
+        marks: Option<Vec<crate::index::ScanMark>>,
+    ) -> Result<Vec<Entry>> {
         let root = workspace.identity();
         let grouped = drafts.len() > 1;
         self.mutate(Durability::Full, |idx| {
             let group = grouped.then_some(idx.next_seq);
             let turn = idx.current_turn();
             let mut made = Vec::new();
+            let mut marks = marks.clone().map(Vec::into_iter);
             for d in drafts {
+                let scan = marks.as_mut().and_then(Iterator::next).map(Box::new);
                 let file = d.rel.under(&root.path);
                 let version = 1 + idx.entries_for(&file);
                 let entry = Entry {
@@ -420,6 +435,7 @@ impl Session {
                     in_flight: d.in_flight,
                     turn,
                     group,
+                    scan,
                 };
                 if let Some(after) = &entry.after {
                     idx.mark_read(file, after.clone());

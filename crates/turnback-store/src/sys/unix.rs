@@ -355,6 +355,26 @@ pub(crate) fn set_owner_and_mode(
     Ok(())
 }
 
+/// What a scan compares to tell whether a file changed without reading it:
+/// permission bits with the file type (`st_mode`), size, modification and
+/// status-change times (seconds, nanoseconds) and inode. The change time
+/// cannot be set by a user, so a rewrite that restores the mtime still shows.
+pub(crate) fn scan_stat(md: &std::fs::Metadata) -> (u32, u64, [i64; 4], u64) {
+    use std::os::unix::fs::MetadataExt;
+    (
+        md.mode(),
+        md.len(),
+        [md.mtime(), md.mtime_nsec(), md.ctime(), md.ctime_nsec()],
+        md.ino(),
+    )
+}
+
+/// The target of the symbolic link at `path`, as bytes.
+pub(crate) fn link_target_bytes(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(std::fs::read_link(path)?.as_os_str().as_bytes().to_vec())
+}
+
 /// What a non-regular file is, in words for an error.
 pub(crate) fn kind_of(md: &Metadata) -> &'static str {
     use cap_std::fs::FileTypeExt;

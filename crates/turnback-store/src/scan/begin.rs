@@ -1,0 +1,183 @@
+//! Beginning a scan bracket: every file in scope stat'ed, the contents of
+//! each one git does not already hold (dirty, untracked, outside git, racy)
+//! in the workspace's baseline blobs, and the record written durably, all
+//! before the command runs.
+
+use std::collections::HashSet;
+
+use time::OffsetDateTime;
+
+use crate::error::Result;
+use crate::relpath::RelPath;
+use crate::session::Session;
+use crate::workspace::Workspace;
+
+use super::baseline::Baseline;
+use super::record::{self, Header, Record, Seen, Source};
+use super::walk;
+
+/// The size above which a file a scan sees is not backed up: a change to it
+/// is reported (and an undo cannot take it back). 64 MiB.
+pub const DEFAULT_SIZE_LIMIT: u64 = 64 << 20;
+
+/// How a scan is taken.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Files larger than this (bytes) are not backed up.
+    pub size_limit: u64,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            size_limit: DEFAULT_SIZE_LIMIT,
+        }
+    }
+}
+
+/// A scan bracket open in a session ([`Session::open_scans`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenScan {
+    /// Its id, for [`Session::commit_scan`] and [`Session::rollback_scan`].
+    pub id: String,
+    /// The message its entries will be recorded under.
+    pub message_id: String,
+    /// The command line it brackets, where known.
+    pub command: Option<String>,
+    /// The workspace it watches.
+    pub workspace: std::path::PathBuf,
+    /// When it began.
+    pub began: OffsetDateTime,
+}
+
+impl Session {
+    /// Begins a scan bracket on `workspace` before a command runs: records
+    /// every file in scope and has each one's contents in hand (in git's
+    /// index for a clean tracked file, else backed up now), durably. Returns
+    /// the scan's id; end it with [`Session::commit_scan`] or
+    /// [`Session::rollback_scan`], from this process or any other.
+    pub fn begin_scan(
+        &self,
+        workspace: &Workspace,
+        message_id: &str,
+        command: Option<&str>,
+    ) -> Result<String> {
+        self.begin_scan_with(workspace, message_id, command, &ScanOptions::default())
+    }
+
+    /// [`Session::begin_scan`] with options.
+    pub fn begin_scan_with(
+        &self,
+        workspace: &Workspace,
+        message_id: &str,
+        command: Option<&str>,
+        opts: &ScanOptions,
+    ) -> Result<String> {
+        self.view(|_| ())?;
+        self.ensure_dir()?;
+        let root = workspace.root().to_owned();
+        let id = record::new_id();
+        let scans = self.session_dir().scans_path();
+        crate::sys::create_store_dir_all(&scans)
+            .map_err(crate::Error::io("create directory", &scans))?;
+        let clock = walk::fs_now(&scans.join(".clock"))?;
+        let git = super::git::read_index(&root)?;
+        let mut skip: HashSet<std::path::PathBuf> = HashSet::new();
+        if let Ok(home) = std::fs::canonicalize(self.store().home()) {
+            skip.insert(home);
+        }
+        let mut tracked: Vec<String> = Vec::new();
+        let mut skipped: Vec<String> = Vec::new();
+        if let Some(g) = &git {
+            skip.extend(g.submodules.iter().map(|s| root.join(s)));
+            skipped.extend(g.submodules.iter().cloned());
+            tracked.extend(g.entries.keys().cloned());
+        }
+        let found = walk::walk(&root, &skip, &tracked)?;
+        let identity = workspace.identity();
+        let mut baseline: Option<Baseline> = None;
+        let mut files = Vec::with_capacity(found.files.len());
+        for (path, stat) in &found.files {
+            let racy = stat.racy(clock);
+            let source = if stat.is_link() {
+                let target = crate::sys::link_target_bytes(&root.join(path)).unwrap_or_default();
+                Source::Link(String::from_utf8_lossy(&target).into_owned())
+            } else if let Some(e) = git
+                .as_ref()
+                .and_then(|g| Some((g.entries.get(path)?, g.stamp)))
+                .filter(|(e, stamp)| !racy && e.vouches_for(stat, *stamp))
+            {
+                Source::Git(e.0.oid.clone())
+            } else if stat.size > opts.size_limit {
+                Source::TooBig
+            } else {
+                let b = match &mut baseline {
+                    Some(b) => b,
+                    None => baseline.insert(Baseline::open(
+                        self.store().home(),
+                        &identity,
+                        self.store().options().file_lock_timeout,
+                    )?),
+                };
+                match b.lookup(path, stat).filter(|_| !racy) {
+                    Some(h) => Source::Baseline(h.to_owned()),
+                    None => {
+                        let Some(rel) = RelPath::new(path) else {
+                            continue;
+                        };
+                        match workspace.open_regular(&rel)? {
+                            // Gone meanwhile: the commit sees it as absent.
+                            None => continue,
+                            Some(mut f) => Source::Baseline(b.store(path, *stat, racy, &mut f)?),
+                        }
+                    }
+                }
+            };
+            files.push(Seen {
+                path: path.clone(),
+                stat: *stat,
+                source,
+                racy,
+            });
+        }
+        if let Some(b) = &mut baseline {
+            b.retain(|p| found.files.contains_key(p));
+            b.save()?;
+        }
+        let header = Header {
+            format: record::FORMAT,
+            id: id.clone(),
+            session: self.id().to_owned(),
+            message_id: message_id.to_owned(),
+            command: command.map(str::to_owned),
+            workspace: identity,
+            began: OffsetDateTime::now_utc(),
+            clock,
+            limit: opts.size_limit,
+            dirs: found.dirs,
+            skipped,
+        };
+        Record::new(header, files).save(self.session_dir())?;
+        crate::crash::point("scan-begun");
+        Ok(id)
+    }
+
+    /// The scan brackets open in this session, oldest first: begun and not
+    /// yet committed or rolled back (a process that died in between leaves
+    /// one open).
+    pub fn open_scans(&self) -> Result<Vec<OpenScan>> {
+        let mut open = Vec::new();
+        for id in record::list(self.session_dir()) {
+            if let Some(r) = record::load(self.session_dir(), &id, false)? {
+                open.push(OpenScan {
+                    id,
+                    message_id: r.header.message_id,
+                    command: r.header.command,
+                    workspace: r.header.workspace.path,
+                    began: r.header.began,
+                });
+            }
+        }
+        Ok(open)
+    }
+}

@@ -1,0 +1,459 @@
+//! Ending a scan bracket. Commit: each changed file's contents at the
+//! beginning copied into the session's blobs (from git or the baseline),
+//! then one entry per changed file recorded as one step (one journal line),
+//! then the record closed. Rollback: the same entries recorded uncommitted,
+//! then each rolled back (`revert::rollback`), recording nothing.
+//!
+//! A change another session (or this one) recorded during the bracket is
+//! not the bracket's; one made while another session's scan was open on the
+//! workspace is marked shared with it, so an undo refuses rather than take
+//! that session's work.
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::index::{Entry, FileState, ScanMark};
+use crate::relpath::RelPath;
+use crate::revert::{self, RevertOptions};
+use crate::session::{Draft, Session};
+use crate::workspace::Workspace;
+
+use super::baseline;
+use super::changes::{self, Candidate};
+use super::git;
+use super::record::{self, Header, Record, Source};
+
+/// What a committed (or rolled back) scan found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanReport {
+    /// The scan's id.
+    pub id: String,
+    /// The session.
+    pub session: String,
+    /// The message its entries are recorded under.
+    pub message_id: String,
+    /// The command line it bracketed, where known.
+    pub command: Option<String>,
+    /// Each change found, in path order.
+    pub changes: Vec<ScanChange>,
+    /// Changes found that no entry records, and why.
+    pub unrecorded: Vec<Unrecorded>,
+    /// True for a rollback: the changes were put back, nothing recorded.
+    pub rolled_back: bool,
+}
+
+/// One file a scan found changed, and its entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanChange {
+    /// The path relative to the workspace.
+    pub path: String,
+    /// What happened to it.
+    pub kind: ScanChangeKind,
+    /// Its entry (none after a rollback).
+    pub seq: Option<u64>,
+    /// Other sessions whose scans saw the same change (an undo refuses).
+    pub shared_with: Vec<String>,
+}
+
+/// What a command did to a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanChangeKind {
+    /// New contents (and maybe a new mode).
+    Modified,
+    /// Only the permission bits changed.
+    ModeChanged,
+    /// It did not exist before.
+    Created,
+    /// It no longer exists (a rename is a delete and a create).
+    Deleted,
+}
+
+/// A change a scan found but does not record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unrecorded {
+    /// A symbolic link was made, changed or removed: not undoable.
+    Link {
+        /// The path.
+        path: String,
+    },
+    /// A file over the size limit changed: it was not backed up.
+    TooBig {
+        /// The path.
+        path: String,
+        /// Its size when the scan began (or now, for a new one).
+        size: u64,
+    },
+    /// Another session (or this one) recorded this change during the
+    /// bracket: it is that session's.
+    RecordedBy {
+        /// The path.
+        path: String,
+        /// The session that recorded it.
+        session: String,
+    },
+    /// Its contents before the command could not be had (a git object
+    /// gone, a file a filter changes): not backed up.
+    NoBackup {
+        /// The path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Commit,
+    Rollback,
+}
+
+/// A change ready to be recorded.
+struct Found {
+    draft: Draft,
+    kind: ScanChangeKind,
+    shared_with: Vec<String>,
+}
+
+impl Session {
+    /// Commits scan `id`: records each file the command changed as an entry
+    /// of the scan's message, all as one step (one undo takes them back),
+    /// and closes the scan. [`Error::NoSuchScan`] if it is not open.
+    pub fn commit_scan(&self, id: &str) -> Result<ScanReport> {
+        self.end_scan(id, End::Commit)
+    }
+
+    /// Rolls scan `id` back: puts every file the command changed back as it
+    /// was when the scan began (a file it made is deleted) and records
+    /// nothing; closes the scan.
+    pub fn rollback_scan(&self, id: &str) -> Result<ScanReport> {
+        self.end_scan(id, End::Rollback)
+    }
+
+    fn end_scan(&self, id: &str, how: End) -> Result<ScanReport> {
+        let no_such = || Error::NoSuchScan {
+            session: self.id().to_owned(),
+            id: id.to_owned(),
+        };
+        if crate::session_id::validate(id).is_err() {
+            return Err(no_such());
+        }
+        let rec = record::load(self.session_dir(), id, true)?.ok_or_else(no_such)?;
+        self.check_scope(&rec.header.workspace.path)?;
+        let ws = Workspace::reopen(&rec.header.workspace)?;
+        let mine = |e: &Entry| e.scan.as_ref().is_some_and(|m| m.id == id);
+        let already: Vec<Entry> =
+            self.view(|idx| idx.entries.iter().filter(|e| mine(e)).cloned().collect())?;
+        if !already.is_empty() {
+            // A commit or rollback that died after recording: finish it.
+            return self.finish(&rec, &ws, how, already, Vec::new());
+        }
+        let mut skip = HashSet::new();
+        if let Ok(home) = std::fs::canonicalize(self.store().home()) {
+            skip.insert(home);
+        }
+        skip.extend(rec.header.skipped.iter().map(|s| ws.root().join(s)));
+        let (_, candidates) = changes::compare(&rec, &skip)?;
+        let files: BTreeSet<PathBuf> = candidates.iter().map(|c| ws.root().join(&c.path)).collect();
+        let _locks = self.lock_files(&files)?;
+        let mut unrecorded = Vec::new();
+        let found = self.resolve(&rec, &ws, candidates, &mut unrecorded)?;
+        crate::crash::point("scan-backed-up");
+        let not_undoable: Vec<String> = unrecorded
+            .iter()
+            .filter_map(|u| match u {
+                Unrecorded::RecordedBy { .. } => None,
+                Unrecorded::Link { path }
+                | Unrecorded::TooBig { path, .. }
+                | Unrecorded::NoBackup { path, .. } => Some(path.clone()),
+            })
+            .collect();
+        let (drafts, marks): (Vec<Draft>, Vec<ScanMark>) = found
+            .into_iter()
+            .map(|mut f| {
+                if how == End::Rollback {
+                    f.draft.after = None;
+                }
+                let mark = ScanMark {
+                    id: id.to_owned(),
+                    command: rec.header.command.clone(),
+                    shared_with: f.shared_with,
+                    not_undoable: not_undoable.clone(),
+                };
+                (f.draft, mark)
+            })
+            .unzip();
+        let entries = if drafts.is_empty() {
+            Vec::new()
+        } else {
+            self.record_marked(&ws, &rec.header.message_id, drafts, Some(marks))?
+        };
+        crate::crash::point("scan-recorded");
+        drop(_locks);
+        self.finish(&rec, &ws, how, entries, unrecorded)
+    }
+
+    /// Closes the scan once its entries are recorded (a rollback first
+    /// rolls each back, newest first).
+    fn finish(
+        &self,
+        rec: &Record,
+        ws: &Workspace,
+        how: End,
+        entries: Vec<Entry>,
+        unrecorded: Vec<Unrecorded>,
+    ) -> Result<ScanReport> {
+        if how == End::Rollback {
+            for e in entries.iter().rev() {
+                let rel = e.rel_path();
+                let _lock = self.lock_file(ws, &rel)?;
+                let held = BTreeSet::from([rel.under(ws.root())]);
+                match revert::rollback(self, e.seq, RevertOptions::default(), &held) {
+                    Ok(_) | Err(Error::NoSuchEntry { .. }) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+        }
+        record::remove(self.session_dir(), &rec.header.id)?;
+        Ok(report(&rec.header, self.id(), how, &entries, unrecorded))
+    }
+
+    /// Decides each candidate under its file's lock: unchanged after all,
+    /// a change to record (its "before" now in the session's blobs), or one
+    /// that is not recorded (and why).
+    fn resolve(
+        &self,
+        rec: &Record,
+        ws: &Workspace,
+        candidates: Vec<Candidate>,
+        unrecorded: &mut Vec<Unrecorded>,
+    ) -> Result<Vec<Found>> {
+        let h = &rec.header;
+        // Git objects first, in one `git cat-file`.
+        let wanted: Vec<(String, String)> = candidates
+            .iter()
+            .filter_map(|c| match &c.before.as_ref()?.source {
+                Source::Git(oid) => Some((oid.clone(), c.path.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut objects = git::copy_objects(ws.root(), self.blobs(), &wanted)?.into_iter();
+        let mut stored = !wanted.is_empty();
+        let base = baseline::blobs_of(self.store().home(), &h.workspace);
+        let paths: HashSet<&str> = candidates.iter().map(|c| c.path.as_str()).collect();
+        let root = &h.workspace;
+        let others = self.store().entries_where(|e| {
+            e.workspace.path == root.path
+                && e.time >= h.began
+                && paths.contains(e.path.as_str())
+                && e.scan.as_ref().is_none_or(|m| m.id != h.id)
+        })?;
+        let watching = self.other_open_scans(h)?;
+        let mut out = Vec::new();
+        for c in candidates {
+            let path = c.path.clone();
+            let Some(rel) = RelPath::new(&path) else {
+                continue;
+            };
+            let before = match c.before.as_ref().map(|b| &b.source) {
+                None => FileState::absent(),
+                Some(Source::Link(_)) => {
+                    if c.now.is_some_and(|s| s.is_link())
+                        && link_target(ws, &path).as_deref()
+                            == Some(c.before.as_ref().map_or("", |b| match &b.source {
+                                Source::Link(t) => t.as_str(),
+                                _ => "",
+                            }))
+                    {
+                        continue;
+                    }
+                    unrecorded.push(Unrecorded::Link { path });
+                    continue;
+                }
+                Some(Source::TooBig) => {
+                    let size = c.before.as_ref().map_or(0, |b| b.stat.size);
+                    unrecorded.push(Unrecorded::TooBig { path, size });
+                    continue;
+                }
+                Some(Source::Git(_)) => {
+                    let b = c.before.as_ref().expect("a source");
+                    match objects.next().flatten() {
+                        Some((sha, size)) if size == b.stat.size => {
+                            FileState::present(sha, size, b.stat.perms())
+                        }
+                        _ => {
+                            unrecorded.push(Unrecorded::NoBackup {
+                                path,
+                                reason: "git's copy is gone or differs from the file".into(),
+                            });
+                            continue;
+                        }
+                    }
+                }
+                Some(Source::Baseline(sha)) => {
+                    let b = c.before.as_ref().expect("a source");
+                    let mut backup = base.open_backup(self.id(), &path, sha)?;
+                    let size = backup
+                        .file()
+                        .metadata()
+                        .map_err(Error::io("inspect", backup.blob_path()))?
+                        .len();
+                    // A link where it can (blobs are immutable, and durable
+                    // in the baseline), a verified copy where it cannot.
+                    stored = true;
+                    if !self.blobs().link_from(&base, sha)? {
+                        let from = backup.blob_path();
+                        let (got, _) = self.blobs().store_file_batched(backup.file(), &from)?;
+                        backup.verify(&got)?;
+                    }
+                    FileState::present(sha.clone(), size, b.stat.perms())
+                }
+            };
+            let now = match c.now {
+                Some(s) if s.is_link() => {
+                    unrecorded.push(Unrecorded::Link { path });
+                    continue;
+                }
+                Some(s) if s.size > h.limit => {
+                    unrecorded.push(Unrecorded::TooBig { path, size: s.size });
+                    continue;
+                }
+                // Gone, or a directory now (its files are candidates).
+                None => FileState::absent(),
+                Some(_) => ws.current_state(&rel)?,
+            };
+            if now.same_state(&before) {
+                continue;
+            }
+            if let Some((session, _)) = others
+                .iter()
+                .filter(|(_, e)| e.path == path)
+                .find(|(_, e)| e.after.as_ref().is_some_and(|a| a.same_state(&now)))
+            {
+                unrecorded.push(Unrecorded::RecordedBy {
+                    path,
+                    session: session.clone(),
+                });
+                continue;
+            }
+            let mut shared_with: Vec<String> = others
+                .iter()
+                .filter(|(s, e)| e.path == path && s != self.id())
+                .map(|(s, _)| s.clone())
+                .collect();
+            shared_with.extend(
+                watching
+                    .iter()
+                    .filter(|(_, clock)| c.now.is_none_or(|s| s.racy(*clock)))
+                    .map(|(s, _)| s.clone()),
+            );
+            shared_with.sort();
+            shared_with.dedup();
+            let kind = if !before.exists {
+                ScanChangeKind::Created
+            } else if !now.exists {
+                ScanChangeKind::Deleted
+            } else if now.same_contents(&before) {
+                ScanChangeKind::ModeChanged
+            } else {
+                ScanChangeKind::Modified
+            };
+            let created_dirs = if before.exists {
+                Vec::new()
+            } else {
+                changes::new_dirs(rec, &path)
+                    .iter()
+                    .filter_map(|d| RelPath::new(d))
+                    .collect()
+            };
+            out.push(Found {
+                draft: Draft {
+                    rel,
+                    before,
+                    after: Some(now),
+                    created_dirs,
+                    in_flight: None,
+                },
+                kind,
+                shared_with,
+            });
+        }
+        // Every "before" now named in the session's blobs is durable.
+        if stored {
+            self.blobs().sync_dir()?;
+        }
+        // What the command made is recorded last, so that an undo or a
+        // rollback (newest first) deletes it before it restores the rest.
+        out.sort_by_key(|f| f.kind == ScanChangeKind::Created);
+        Ok(out)
+    }
+
+    /// Other sessions' scans open on the same workspace, with the clock
+    /// each began at.
+    fn other_open_scans(&self, h: &Header) -> Result<Vec<(String, [i64; 2])>> {
+        let mut out = Vec::new();
+        for sid in self.store().session_ids()? {
+            if sid == self.id() {
+                continue;
+            }
+            let dir = self.store().session_dir(&sid);
+            for id in record::list(&dir) {
+                if let Ok(Some(r)) = record::load(&dir, &id, false)
+                    && r.header.workspace.path == h.workspace.path
+                {
+                    out.push((sid.clone(), r.header.clock));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn link_target(ws: &Workspace, path: &str) -> Option<String> {
+    let t = crate::sys::link_target_bytes(&ws.root().join(path)).ok()?;
+    Some(String::from_utf8_lossy(&t).into_owned())
+}
+
+fn report(
+    h: &Header,
+    session: &str,
+    how: End,
+    entries: &[Entry],
+    unrecorded: Vec<Unrecorded>,
+) -> ScanReport {
+    let mut changes: Vec<ScanChange> = entries
+        .iter()
+        .map(|e| {
+            let after = e.after.clone().unwrap_or_else(FileState::absent);
+            let kind = if !e.before.exists {
+                ScanChangeKind::Created
+            } else if !after.exists && how == End::Commit {
+                ScanChangeKind::Deleted
+            } else if after.same_contents(&e.before) && how == End::Commit {
+                ScanChangeKind::ModeChanged
+            } else {
+                ScanChangeKind::Modified
+            };
+            ScanChange {
+                path: e.path.clone(),
+                kind,
+                seq: (how == End::Commit).then_some(e.seq),
+                shared_with: e
+                    .scan
+                    .as_ref()
+                    .map(|m| m.shared_with.clone())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    ScanReport {
+        id: h.id.clone(),
+        session: session.to_owned(),
+        message_id: h.message_id.clone(),
+        command: h.command.clone(),
+        changes,
+        unrecorded,
+        rolled_back: how == End::Rollback,
+    }
+}

@@ -1,0 +1,23 @@
+//! The scan bracket: what a command changes, found by comparing the workspace
+//! before and after it, recorded as entries that undo, revert, rewind and
+//! redo take back like any write (`Session::begin_scan`, `commit_scan`,
+//! `rollback_scan`). It may begin in one process and end in another.
+//!
+//! One job per part: `walk` which files are in scope and their stat, `git`
+//! what git's index already holds (clean files need no copy), `baseline` the
+//! workspace's own backups shared by its sessions, `record` the bracket's
+//! durable record, `begin` taking it, `changes` comparing the workspace with
+//! it, and `end` committing or rolling back.
+
+mod baseline;
+mod begin;
+mod changes;
+mod end;
+mod git;
+mod record;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions};
+pub use end::{ScanChange, ScanChangeKind, ScanReport, Unrecorded};

@@ -1,0 +1,190 @@
+//! Which files a scan looks at, and how each is now: the workspace as git
+//! sees it, listed by the `ignore` crate (`.gitignore`, `.ignore`,
+//! `.git/info/exclude`, the global excludes), never entering `.git`, the
+//! store home, a submodule or a turnback temporary. It lists names and
+//! `lstat`s them; it never opens a file (contents are read through the
+//! workspace capability, `workspace/`) and never follows a link.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::relpath::is_temp_name;
+use crate::sys;
+
+/// What tells one version of a file from another without reading it
+/// (`sys::scan_stat`): type and permission bits, size, modification and
+/// change times, inode.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    /// `st_mode`: the file type and the permission bits.
+    pub(crate) mode: u32,
+    pub(crate) size: u64,
+    /// mtime (seconds, nanoseconds), ctime (seconds, nanoseconds).
+    pub(crate) times: [i64; 4],
+    pub(crate) ino: u64,
+}
+
+const S_IFMT: u32 = 0o170_000;
+const S_IFREG: u32 = 0o100_000;
+const S_IFLNK: u32 = 0o120_000;
+
+impl Stat {
+    pub(crate) fn of(md: &std::fs::Metadata) -> Stat {
+        let (mode, size, times, ino) = sys::scan_stat(md);
+        Stat {
+            mode,
+            size,
+            times,
+            ino,
+        }
+    }
+
+    pub(crate) fn is_file(&self) -> bool {
+        self.mode & S_IFMT == S_IFREG
+    }
+
+    pub(crate) fn is_link(&self) -> bool {
+        self.mode & S_IFMT == S_IFLNK
+    }
+
+    /// The permission bits, as a [`crate::FileState`] records them.
+    pub(crate) fn perms(&self) -> u32 {
+        self.mode & 0o7777
+    }
+
+    /// True when the change time is at or after `t` (seconds, nanoseconds):
+    /// the file may have changed again within the same clock tick, so its
+    /// stat cannot vouch for its contents.
+    pub(crate) fn racy(&self, t: [i64; 2]) -> bool {
+        [self.times[2], self.times[3]] >= t || [self.times[0], self.times[1]] >= t
+    }
+}
+
+/// The workspace as a scan found it: each file and symbolic link (by its
+/// `/`-separated path) and each directory.
+#[derive(Default, Debug)]
+pub(crate) struct Found {
+    pub(crate) files: BTreeMap<String, Stat>,
+    pub(crate) dirs: BTreeSet<String>,
+}
+
+/// Lists `root`, skipping `skip` (the store home, submodules: absolute
+/// paths) and what the ignore files exclude; `also` are paths (tracked
+/// files git knows) to look at even if an ignore file names them.
+pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Result<Found> {
+    let mut found = Found::default();
+    let skip_in = skip.clone();
+    // One thread: on a small machine the parallel walker's threads cost more
+    // (spawning, idling in work stealing) than they save on a warm cache.
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .parents(true)
+        .ignore(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        // A workspace outside git still means its .gitignore.
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(move |e| {
+            let name = e.file_name();
+            name != ".git"
+                && !name.to_str().is_some_and(is_temp_name)
+                && !skip_in.contains(e.path())
+        })
+        .build();
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            // A directory vanishing under the walk is a change the commit
+            // sees; anything else stops the scan.
+            Err(e)
+                if e.io_error()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+            {
+                continue;
+            }
+            Err(e) => {
+                return Err(Error::ScanFailed {
+                    path: root.to_owned(),
+                    reason: e.to_string(),
+                });
+            }
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let Some(rel) = rel_of(root, entry.path()) else {
+            continue;
+        };
+        // The walker's own lstat (it does not follow links).
+        let Ok(md) = entry.metadata() else {
+            continue;
+        };
+        if md.is_dir() {
+            found.dirs.insert(rel);
+        } else {
+            let st = Stat::of(&md);
+            if st.is_file() || st.is_link() {
+                found.files.insert(rel, st);
+            }
+        }
+    }
+    for p in also {
+        if found.files.contains_key(p) {
+            continue;
+        }
+        if let Ok(md) = std::fs::symlink_metadata(root.join(p)) {
+            let st = Stat::of(&md);
+            if st.is_file() || st.is_link() {
+                found.files.insert(p.clone(), st);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// `path` under `root` as a `/`-separated relative path (`None`: not UTF-8).
+fn rel_of(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
+}
+
+/// The file system's clock now, as it stamps files (a coarse clock: a tick
+/// of some milliseconds): the modification time of `probe`, written now.
+pub(crate) fn fs_now(probe: &Path) -> Result<[i64; 2]> {
+    std::fs::write(probe, b"").map_err(Error::io("write", probe))?;
+    let md = std::fs::symlink_metadata(probe).map_err(Error::io("inspect", probe))?;
+    let st = Stat::of(&md);
+    Ok([st.times[0], st.times[1]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_walk_honours_ignore_files_and_never_enters_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        std::fs::write(root.join(".git/objects/x"), "o").unwrap();
+        std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
+        std::fs::write(root.join(".ignore"), "secret\n").unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::write(root.join("target/t"), "t").unwrap();
+        std::fs::write(root.join("a.log"), "l").unwrap();
+        std::fs::write(root.join("secret"), "s").unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "a").unwrap();
+        std::fs::write(root.join("kept.log"), "k").unwrap();
+        let found = walk(root, &HashSet::new(), &["kept.log".into()]).unwrap();
+        let files: Vec<&str> = found.files.keys().map(String::as_str).collect();
+        assert_eq!(files, [".gitignore", ".ignore", "kept.log", "src/a.rs"]);
+        assert_eq!(found.dirs.iter().collect::<Vec<_>>(), ["src"]);
+    }
+}

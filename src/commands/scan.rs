@@ -1,0 +1,198 @@
+//! What the scan commands share: a scan's report (`commit ID`, `rollback
+//! ID`, `run`), the person's own session for a workspace, and the words for
+//! entries a scan found.
+
+use serde_json::{Value, json};
+use turnback::output::Out;
+use turnback::text::escape;
+use turnback_store::{ScanChangeKind, ScanReport, Session, Store, Unrecorded, Workspace};
+
+use crate::commands::CliError;
+use crate::render::Report;
+
+/// A scan committed or rolled back, and for `run` the command's exit code.
+pub(crate) struct Scanned {
+    pub(crate) report: ScanReport,
+    pub(crate) exit_code: Option<i32>,
+}
+
+fn kind(k: ScanChangeKind) -> &'static str {
+    match k {
+        ScanChangeKind::Modified => "modified",
+        ScanChangeKind::ModeChanged => "mode-changed",
+        ScanChangeKind::Created => "created",
+        ScanChangeKind::Deleted => "deleted",
+    }
+}
+
+/// An unrecorded change: its path, its reason's JSON name, and its words.
+fn unrecorded(u: &Unrecorded) -> (&str, &'static str, String) {
+    match u {
+        Unrecorded::Link { path } => (
+            path,
+            "symbolic-link",
+            "a symbolic link: not undoable".into(),
+        ),
+        Unrecorded::TooBig { path, size } => (
+            path,
+            "too-big",
+            format!("{size} bytes, over the size limit: not backed up, an undo cannot restore it"),
+        ),
+        Unrecorded::RecordedBy { path, session } => (
+            path,
+            "recorded-by",
+            format!("recorded by session {session} during the command: its change"),
+        ),
+        Unrecorded::NoBackup { path, reason } => {
+            (path, "no-backup", format!("not backed up: {reason}"))
+        }
+    }
+}
+
+impl Report for Scanned {
+    fn json(&self) -> Option<Value> {
+        let r = &self.report;
+        let changes: Vec<Value> = r
+            .changes
+            .iter()
+            .map(|c| json!({ "path": c.path, "change": kind(c.kind), "seq": c.seq, "shared_with": c.shared_with }))
+            .collect();
+        let unrec: Vec<Value> = r
+            .unrecorded
+            .iter()
+            .map(|u| {
+                let (path, reason, _) = unrecorded(u);
+                let mut v = json!({ "path": path, "reason": reason });
+                match u {
+                    Unrecorded::TooBig { size, .. } => v["size"] = json!(size),
+                    Unrecorded::RecordedBy { session, .. } => v["session"] = json!(session),
+                    _ => {}
+                }
+                v
+            })
+            .collect();
+        let mut v = json!({
+            "session": r.session,
+            "scan": r.id,
+            "message_id": r.message_id,
+            "command": r.command,
+            "rolled_back": r.rolled_back,
+            "changes": changes,
+            "unrecorded": unrec,
+        });
+        if let Some(code) = self.exit_code {
+            v["exit_code"] = json!(code);
+        }
+        Some(v)
+    }
+
+    fn text(&self, out: &Out) -> String {
+        let r = &self.report;
+        let n = r.changes.len();
+        let files = if n == 1 { "file" } else { "files" };
+        let what = match &r.command {
+            Some(c) => format!("`{}`", escape(c)),
+            None => format!("scan {}", r.id),
+        };
+        let mut s = if r.rolled_back {
+            format!("{what} rolled back: {n} {files} put back\n")
+        } else if n == 0 {
+            format!("{what} changed no file (session {})\n", r.session)
+        } else {
+            format!(
+                "{what} changed {n} {files}, recorded in session {} as {:?} (`turnback undo` takes them back)\n",
+                r.session, r.message_id
+            )
+        };
+        for c in &r.changes {
+            let shared = if c.shared_with.is_empty() {
+                String::new()
+            } else {
+                format!("  [shared with session {}]", c.shared_with.join(", "))
+            };
+            let seq = c.seq.map(|n| format!("#{n:<4} ")).unwrap_or_default();
+            s.push_str(&format!(
+                "  {seq}{}  {}{shared}\n",
+                out.paint(turnback::output::Role::Path, &escape(&c.path)),
+                kind(c.kind)
+            ));
+        }
+        for u in &r.unrecorded {
+            let (path, _, words) = unrecorded(u);
+            s.push_str(&format!("  {}  {words}\n", escape(path)));
+        }
+        s
+    }
+
+    fn exit_code(&self) -> Option<u8> {
+        // A shell's convention: the code itself, or 128 + the signal.
+        self.exit_code.map(|c| c.clamp(0, 255) as u8)
+    }
+}
+
+/// The id of a person's own session for a workspace: their user name and
+/// the workspace's directory name (what `sessions` shows), and a digest of
+/// its path so that two checkouts named alike get two sessions.
+pub(crate) fn person_session_id(ws: &Workspace) -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "person".into());
+    let dir = ws
+        .root()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into());
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(40)
+            .collect()
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in ws.root().as_os_str().as_encoded_bytes() {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+    }
+    format!("person-{}-{}-{:08x}", clean(&user), clean(&dir), h as u32)
+}
+
+/// The person's own session for `ws`, made on first use.
+pub(crate) fn person_session(store: &Store, ws: &Workspace) -> Result<Session, CliError> {
+    Ok(store.session(&person_session_id(ws))?.confine_to(ws.root()))
+}
+
+/// `what` ("undo"), saying so when the entries it takes are a scan's: "undo
+/// of `cargo fmt` (changes a scan found)", and naming what the scan found
+/// but could not back up, which the undo does not restore.
+pub(crate) fn revert_what(what: &str, mark: Option<&turnback_store::ScanMark>) -> String {
+    let Some(m) = mark else {
+        return what.to_owned();
+    };
+    let mut s = match &m.command {
+        Some(c) => format!("{what} of `{}` (changes a scan found", escape(c)),
+        None => format!("{what} (changes a scan found"),
+    };
+    if !m.not_undoable.is_empty() {
+        let names: Vec<String> = m
+            .not_undoable
+            .iter()
+            .map(|p| escape(p).into_owned())
+            .collect();
+        s.push_str(&format!(
+            "; not restored, never backed up: {}",
+            names.join(", ")
+        ));
+    }
+    s.push(')');
+    s
+}
+
+/// The scan mark of the step an undo of `session` takes (its newest entry).
+pub(crate) fn newest_mark(session: &Session) -> Option<turnback_store::ScanMark> {
+    session.entries().ok()?.pop()?.scan.map(|m| *m)
+}

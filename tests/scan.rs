@@ -1,0 +1,540 @@
+//! What a shell command changes, undone: the scan bracket through `turnback
+//! run` and through `checkpoint --scan` / `commit` / `rollback` in separate
+//! processes, in a real git repository and outside one; a kill between begin
+//! and commit; two sessions at once; `.git` left byte for byte.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use turnback_store::Store;
+
+use crate::util::{self, Env};
+
+/// `git ARGS` in `dir` with an identity and no user configuration.
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+fn has_git(test: &str) -> bool {
+    let ok = Command::new("git")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        util::skip(test, "git is not installed here");
+    }
+    ok
+}
+
+/// A workspace with a few files (and, `in_git`, committed in a repository).
+fn workspace(in_git: bool) -> Env {
+    let env = Env::new();
+    let ws = env.ws.path();
+    std::fs::create_dir(ws.join("src")).unwrap();
+    for (p, c) in [
+        ("src/lib.rs", "fn lib() {}\n"),
+        ("src/old.rs", "old\n"),
+        ("gone.txt", "gone\n"),
+        ("tool.sh", "echo hi\n"),
+        ("dir/inner.txt", "inner\n"),
+        (".gitignore", "target/\n*.log\n"),
+    ] {
+        let path = ws.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, c).unwrap();
+    }
+    std::fs::create_dir(ws.join("target")).unwrap();
+    std::fs::write(ws.join("target/build.o"), "object\n").unwrap();
+    if in_git {
+        git(ws, &["init", "-q"]);
+        git(ws, &["add", "-A"]);
+        git(ws, &["commit", "-qm", "start"]);
+    }
+    env
+}
+
+/// What the test command does: every kind of change a shell makes.
+const EVERYTHING: &str = "printf 'fn lib() { 1 }\\n' > src/lib.rs && rm gone.txt && chmod +x tool.sh \
+    && mv src/old.rs src/new.rs && mkdir -p made/deep && echo made > made/deep/f.txt \
+    && rm -r dir && echo build > target/out.o && echo log > run.log";
+
+fn run(env: &Env, session: Option<&str>, args: &[&str]) -> Output {
+    env.cmd(session).args(args).output().unwrap()
+}
+
+fn ok(out: Output, what: &str) -> String {
+    assert!(out.status.success(), "{what}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The workspace without what is ignored (target/, *.log) and without .git.
+fn scope_digest(env: &Env) -> Vec<(std::path::PathBuf, String)> {
+    util::tree_digest(env.ws.path())
+        .into_iter()
+        .filter(|(p, _)| {
+            let s = p.to_string_lossy();
+            !s.starts_with(".git/")
+                && s != ".git"
+                && !s.starts_with("target")
+                && !s.ends_with(".log")
+        })
+        .collect()
+}
+
+fn every_change_through_run(in_git: bool) {
+    let env = workspace(in_git);
+    let ws = env.ws.path();
+    let git_before = in_git.then(|| util::tree_digest(&ws.join(".git")));
+    let start = scope_digest(&env);
+    let out = run(&env, None, &["--json", "run", "--", "sh", "-c", EVERYTHING]);
+    let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    let changes: Vec<(String, String)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().into(),
+                c["change"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("dir/inner.txt", "deleted"),
+        ("gone.txt", "deleted"),
+        ("made/deep/f.txt", "created"),
+        ("src/lib.rs", "modified"),
+        ("src/new.rs", "created"),
+        ("src/old.rs", "deleted"),
+        ("tool.sh", "mode-changed"),
+    ]
+    .iter()
+    .map(|(p, c)| (p.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(changes, want, "{report}");
+    // Quoted as a shell would need it typed again.
+    let quoted = format!("sh -c '{}'", EVERYTHING.replace('\'', r"'\''"));
+    assert_eq!(report["command"], quoted.as_str());
+    assert!(report["session"].as_str().unwrap().starts_with("person-"));
+    // The log says a scan found them, and with which command.
+    let log = ok(run(&env, None, &["log"]), "log");
+    assert!(log.contains("(found by a scan of `sh -c"), "{log}");
+    let dry = ok(run(&env, None, &["undo", "--dry-run"]), "undo --dry-run");
+    assert!(dry.contains("changes a scan found"), "{dry}");
+    ok(run(&env, None, &["undo"]), "undo");
+    assert_eq!(scope_digest(&env), start, "the undo put everything back");
+    assert_eq!(
+        util::read_text(env.path("target/out.o")),
+        "build\n",
+        "ignored: left alone"
+    );
+    assert_eq!(
+        util::read_text(env.path("run.log")),
+        "log\n",
+        "ignored: left alone"
+    );
+    assert!(
+        !env.path("made").exists(),
+        "the directories it made are gone"
+    );
+    ok(run(&env, None, &["redo"]), "redo");
+    assert!(util::mode_of(&env.path("tool.sh")) & 0o100 != 0);
+    assert_eq!(util::read_text(env.path("made/deep/f.txt")), "made\n");
+    if let Some(before) = git_before {
+        assert_eq!(
+            util::tree_digest(&ws.join(".git")),
+            before,
+            ".git is byte-identical"
+        );
+    }
+}
+
+#[test]
+fn every_change_a_shell_makes_undoes_through_run_in_git() {
+    if has_git("scan::every_change_a_shell_makes_undoes_through_run_in_git") {
+        every_change_through_run(true);
+    }
+}
+
+#[test]
+fn every_change_a_shell_makes_undoes_through_run_outside_git() {
+    every_change_through_run(false);
+}
+
+fn two_process_bracket(in_git: bool) {
+    let env = workspace(in_git);
+    let start = scope_digest(&env);
+    let id = ok(
+        run(
+            &env,
+            Some("agent"),
+            &["checkpoint", "--scan", "--message", "call-1"],
+        ),
+        "checkpoint --scan",
+    );
+    let id = id.trim();
+    assert!(id.starts_with("scan-"), "{id}");
+    // The command, in a process of its own.
+    let sh = env
+        .command("sh", None)
+        .args(["-c", EVERYTHING])
+        .status()
+        .unwrap();
+    assert!(sh.success());
+    let text = ok(run(&env, Some("agent"), &["commit", id]), "commit");
+    assert!(text.contains("changed 7 files"), "{text}");
+    let again = run(&env, Some("agent"), &["--json", "commit", id]);
+    assert_eq!(again.status.code(), Some(1), "a scan commits once");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no-such-scan"));
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(scope_digest(&env), start);
+
+    // And a rollback: everything back, nothing recorded.
+    let before_log = ok(run(&env, Some("agent"), &["--json", "log"]), "log");
+    let id = ok(
+        run(
+            &env,
+            Some("agent"),
+            &["checkpoint", "--scan", "-m", "call-2"],
+        ),
+        "checkpoint",
+    );
+    env.command("sh", None)
+        .args(["-c", EVERYTHING])
+        .status()
+        .unwrap();
+    let out = ok(
+        run(&env, Some("agent"), &["rollback", id.trim()]),
+        "rollback",
+    );
+    assert!(out.contains("rolled back"), "{out}");
+    assert_eq!(scope_digest(&env), start);
+    assert_eq!(
+        ok(run(&env, Some("agent"), &["--json", "log"]), "log"),
+        before_log
+    );
+}
+
+#[test]
+fn a_bracket_begun_in_one_process_ends_in_another_in_git() {
+    if has_git("scan::a_bracket_begun_in_one_process_ends_in_another_in_git") {
+        two_process_bracket(true);
+    }
+}
+
+#[test]
+fn a_bracket_begun_in_one_process_ends_in_another_outside_git() {
+    two_process_bracket(false);
+}
+
+#[test]
+fn run_exits_with_the_commands_code_and_a_half_done_command_undoes() {
+    let env = workspace(false);
+    let out = run(
+        &env,
+        Some("agent"),
+        &[
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo half > gone.txt; exit 7; echo never > src/lib.rs",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    assert_eq!(util::read_text(env.path("gone.txt")), "half\n");
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(util::read_text(env.path("gone.txt")), "gone\n");
+    let missing = run(&env, Some("agent"), &["run", "--", "no-such-command-here"]);
+    assert_eq!(missing.status.code(), Some(1));
+    let s = Store::new(env.home.path()).open_session("agent").unwrap();
+    assert!(
+        s.open_scans().unwrap().is_empty(),
+        "a command that never ran closes its bracket"
+    );
+}
+
+#[test]
+fn a_hand_edit_before_the_command_comes_back_not_the_commit() {
+    if !has_git("scan::a_hand_edit_before_the_command_comes_back_not_the_commit") {
+        return;
+    }
+    let env = workspace(true);
+    std::fs::write(env.path("src/lib.rs"), "edited by hand\n").unwrap();
+    ok(
+        run(
+            &env,
+            None,
+            &["run", "--", "sh", "-c", "echo formatted > src/lib.rs"],
+        ),
+        "run",
+    );
+    ok(run(&env, None, &["undo"]), "undo");
+    assert_eq!(util::read_text(env.path("src/lib.rs")), "edited by hand\n");
+}
+
+#[test]
+fn a_kill_between_begin_and_commit_leaves_an_open_scan_that_commits_later() {
+    let env = workspace(false);
+    let start = scope_digest(&env);
+    // The command kills turnback, its parent, before the commit.
+    let out = run(
+        &env,
+        Some("agent"),
+        &[
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo changed > src/lib.rs; rm gone.txt; kill -9 $PPID",
+        ],
+    );
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9)
+    );
+    let s = Store::new(env.home.path()).open_session("agent").unwrap();
+    let open = s.open_scans().unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(
+        open[0].command.as_deref(),
+        Some("sh -c 'echo changed > src/lib.rs; rm gone.txt; kill -9 $PPID'")
+    );
+    ok(
+        run(&env, Some("agent"), &["commit", &open[0].id]),
+        "commit after the kill",
+    );
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(scope_digest(&env), start);
+}
+
+#[test]
+fn another_sessions_write_during_the_bracket_is_not_the_brackets() {
+    let env = workspace(false);
+    let id = ok(
+        run(&env, Some("a"), &["checkpoint", "--scan", "-m", "a1"]),
+        "begin",
+    );
+    let mut w = env.cmd(Some("b"));
+    w.args(["write", "src/lib.rs", "-m", "b1"]);
+    util::run_ok(w, b"b's write\n", "b writes");
+    std::fs::write(env.path("gone.txt"), "a's command\n").unwrap();
+    let r: serde_json::Value = serde_json::from_str(&ok(
+        run(&env, Some("a"), &["--json", "commit", id.trim()]),
+        "commit",
+    ))
+    .unwrap();
+    assert_eq!(r["changes"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["changes"][0]["path"], "gone.txt");
+    assert_eq!(r["unrecorded"][0]["path"], "src/lib.rs");
+    assert_eq!(r["unrecorded"][0]["reason"], "recorded-by");
+    assert_eq!(r["unrecorded"][0]["session"], "b");
+}
+
+#[test]
+fn overlapping_brackets_of_two_sessions_share_what_both_saw_and_the_undo_refuses() {
+    let env = workspace(false);
+    let a = ok(
+        run(&env, Some("a"), &["checkpoint", "--scan", "-m", "a1"]),
+        "a begins",
+    );
+    let b = ok(
+        run(&env, Some("b"), &["checkpoint", "--scan", "-m", "b1"]),
+        "b begins",
+    );
+    // Whose command made this? Both brackets saw it happen.
+    std::fs::write(env.path("src/lib.rs"), "someone's change\n").unwrap();
+    let ra: serde_json::Value = serde_json::from_str(&ok(
+        run(&env, Some("a"), &["--json", "commit", a.trim()]),
+        "a commits",
+    ))
+    .unwrap();
+    assert_eq!(
+        ra["changes"][0]["shared_with"],
+        serde_json::json!(["b"]),
+        "{ra}"
+    );
+    let rb: serde_json::Value = serde_json::from_str(&ok(
+        run(&env, Some("b"), &["--json", "commit", b.trim()]),
+        "b commits",
+    ))
+    .unwrap();
+    assert!(rb["changes"].as_array().unwrap().is_empty(), "{rb}");
+    assert_eq!(rb["unrecorded"][0]["reason"], "recorded-by");
+    let undo = run(&env, Some("a"), &["--json", "undo"]);
+    assert_eq!(undo.status.code(), Some(3), "{undo:?}");
+    assert!(
+        String::from_utf8_lossy(&undo.stderr).contains("\"shared\""),
+        "{undo:?}"
+    );
+    assert_eq!(
+        util::read_text(env.path("src/lib.rs")),
+        "someone's change\n",
+        "untouched"
+    );
+    ok(run(&env, Some("a"), &["undo", "--force"]), "forced");
+    assert_eq!(util::read_text(env.path("src/lib.rs")), "fn lib() {}\n");
+}
+
+#[test]
+fn a_symbolic_link_is_reported_never_followed_and_ignored_files_never_touched() {
+    let env = workspace(false);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "outside\n").unwrap();
+    let cmd = format!(
+        "ln -s {} link && echo x > target/new.o",
+        outside.path().join("secret").display()
+    );
+    let r: serde_json::Value = serde_json::from_str(&ok(
+        run(&env, Some("a"), &["--json", "run", "--", "sh", "-c", &cmd]),
+        "run",
+    ))
+    .unwrap();
+    assert_eq!(
+        r["unrecorded"][0],
+        serde_json::json!({"path": "link", "reason": "symbolic-link"})
+    );
+    assert!(r["changes"].as_array().unwrap().is_empty(), "{r}");
+    assert_eq!(util::read_text(outside.path().join("secret")), "outside\n");
+    let mode = std::fs::metadata(outside.path().join("secret"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644);
+}
+
+#[test]
+fn an_interrupt_stops_the_command_not_turnback_which_records_what_it_did() {
+    let env = workspace(false);
+    // The command interrupts turnback (as a Ctrl-C would, with the command),
+    // then goes on: turnback waits for it and records both changes.
+    let out = run(
+        &env,
+        Some("agent"),
+        &[
+            "--json",
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo one > gone.txt; kill -INT $PPID; kill -QUIT $PPID; sleep 0.2; echo two > src/lib.rs",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let r: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    assert_eq!(r["changes"].as_array().unwrap().len(), 2, "{r}");
+    // And a command killed by the interrupt exits as a shell says it did.
+    let out = run(
+        &env,
+        Some("agent"),
+        &[
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo three > gone.txt; kill -INT $$",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(util::read_text(env.path("gone.txt")), "one\n");
+}
+
+#[test]
+fn a_file_over_max_size_is_reported_and_left_to_the_person() {
+    let env = workspace(false);
+    std::fs::write(env.path("big.bin"), vec![b'a'; 4096]).unwrap();
+    let out = run(
+        &env,
+        Some("agent"),
+        &[
+            "--json",
+            "run",
+            "--max-size",
+            "1000",
+            "--",
+            "sh",
+            "-c",
+            "echo b > big.bin; echo c > gone.txt",
+        ],
+    );
+    let r: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    assert_eq!(r["changes"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(
+        r["unrecorded"][0],
+        serde_json::json!({"path": "big.bin", "reason": "too-big", "size": 4096})
+    );
+    let text = ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert!(text.contains("gone.txt"), "{text}");
+    assert!(
+        text.contains("not restored, never backed up: big.bin"),
+        "the undo says so: {text}"
+    );
+    assert_eq!(
+        util::read_text(env.path("big.bin")),
+        "b\n",
+        "not restored: never backed up"
+    );
+}
+
+#[test]
+fn the_log_in_json_says_which_entries_a_scan_found() {
+    let env = workspace(false);
+    ok(
+        run(
+            &env,
+            Some("agent"),
+            &["run", "-m", "fmt", "--", "sh", "-c", "echo x > gone.txt"],
+        ),
+        "run",
+    );
+    let mut w = env.cmd(Some("agent"));
+    w.args(["write", "src/lib.rs", "-m", "w"]);
+    util::run_ok(w, b"written\n", "write");
+    let log: serde_json::Value =
+        serde_json::from_str(&ok(run(&env, Some("agent"), &["--json", "log"]), "log")).unwrap();
+    let e = &log["entries"];
+    assert_eq!(
+        e[0]["scan"]["command"], "sh -c 'echo x > gone.txt'",
+        "{log}"
+    );
+    assert_eq!(e[0]["scan"]["shared_with"], serde_json::json!([]));
+    assert!(e[1].get("scan").is_none(), "a write is not a scan's: {log}");
+}
+
+#[test]
+fn a_store_home_inside_the_workspace_is_out_of_scope() {
+    let env = workspace(false);
+    let home = env.path("store-home");
+    let out = env
+        .cmd(Some("agent"))
+        .env("TURNBACK_HOME", &home)
+        .args(["--json", "run", "--", "sh", "-c", "echo x > gone.txt"])
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    let paths: Vec<&str> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["gone.txt"],
+        "the store's own files are not the command's: {r}"
+    );
+}
