@@ -8,7 +8,7 @@ use turnback_store::{Entry, Turn, TurnSummary};
 
 use crate::json::rfc3339;
 use crate::output::{Out, Role};
-use crate::text::{entry_line, escape, plural};
+use crate::text::{entry_line, escape, message_line, plural};
 use crate::when::when;
 
 /// A turn's prompt as a person reads it: quoted, escaped, cut to `max`
@@ -128,23 +128,7 @@ pub fn log(out: &Out, session: &str, entries: &[Entry], turns: &[Turn]) -> Strin
             shown_turn = Some(0);
         }
         if current != Some(e.message_id.as_str()) {
-            let name = if e.message_id.is_empty() {
-                "(no message id)".into()
-            } else {
-                escape(&e.message_id)
-            };
-            // A scan found these changes: say so, and what ran.
-            let found = match &e.scan {
-                Some(m) => match &m.command {
-                    Some(c) => format!("  (found by a scan of `{}`)", escape(c)),
-                    None => "  (found by a scan)".into(),
-                },
-                None => String::new(),
-            };
-            s.push_str(&format!(
-                "message {name}  {}{found}\n",
-                out.paint(Role::Dim, &when(e.time))
-            ));
+            s.push_str(&message_line(out, e, &when(e.time)));
             current = Some(&e.message_id);
         }
         s.push_str(&format!("  {}\n", entry_line(out, e)));

@@ -83,28 +83,34 @@ pub fn log(out: &Out, session: &str, entries: &[Entry]) -> String {
     let mut current: Option<&str> = None;
     for e in entries {
         if current != Some(e.message_id.as_str()) {
-            let name = if e.message_id.is_empty() {
-                "(no message id)".into()
-            } else {
-                escape(&e.message_id)
-            };
-            // A scan found these changes: say so, and what ran.
-            let found = match &e.scan {
-                Some(m) => match &m.command {
-                    Some(c) => format!("  (found by a scan of `{}`)", escape(c)),
-                    None => "  (found by a scan)".into(),
-                },
-                None => String::new(),
-            };
-            s.push_str(&format!(
-                "message {name}  {}{found}\n",
-                out.paint(Role::Dim, &time(e.time))
-            ));
+            s.push_str(&message_line(out, e, &time(e.time)));
             current = Some(&e.message_id);
         }
         s.push_str(&format!("  {}\n", entry_line(out, e)));
     }
     s
+}
+
+/// The line that heads a message's entries in a log: its id, `shown_time`
+/// (the entry's time as the caller shows times), and, for the changes a
+/// scan found, that it did and what ran.
+pub fn message_line(out: &Out, e: &Entry, shown_time: &str) -> String {
+    let name = if e.message_id.is_empty() {
+        "(no message id)".into()
+    } else {
+        escape(&e.message_id)
+    };
+    let found = match &e.scan {
+        Some(m) => match &m.command {
+            Some(c) => format!("  (found by a scan of `{}`)", escape(c)),
+            None => "  (found by a scan)".into(),
+        },
+        None => String::new(),
+    };
+    format!(
+        "message {name}  {}{found}\n",
+        out.paint(Role::Dim, shown_time)
+    )
 }
 
 /// A revert's result, or with a preview, its plan and a diff per file.
