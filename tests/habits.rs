@@ -881,14 +881,19 @@ fn status_says_which_session_why_what_is_open_and_what_changed_since() {
         None,
     );
     let empty = Env::new();
+    // The agents' user settings are looked for under HOME: a scratch one, so
+    // that the machine's own do not show.
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path().to_str().unwrap();
     let text = transcript(vec![
-        (tb(&env, "status"), 0),
-        (tb(&env, "status --session agent-1"), 0),
-        (tb(&empty, "status"), 0),
+        (tb(&env, "status").var("HOME", home), 0),
+        (tb(&env, "status --session agent-1").var("HOME", home), 0),
+        (tb(&empty, "status").var("HOME", home), 0),
     ]);
     let text = text
         .replace(&empty.ws.path().display().to_string(), "[EMPTY WS]")
-        .replace(&empty.home.path().display().to_string(), "[EMPTY HOME]");
+        .replace(&empty.home.path().display().to_string(), "[EMPTY HOME]")
+        .replace(home, "[SCRATCH HOME]");
     snap(
         &env,
         "habits_status",
@@ -911,7 +916,33 @@ fn status_says_which_session_why_what_is_open_and_what_changed_since() {
     assert_eq!(changed[0]["changed_by"]["session"], "agent-2");
     assert_eq!(changed[0]["changed_by"]["message_id"], "fix-1");
     assert_eq!(changed[1]["changed_by"], Value::Null);
-    assert_eq!(v["hooks"], Value::Null);
+    assert_eq!(v["hooks"], serde_json::json!([]), "no agent's hooks here");
+    // With Claude Code's hooks installed in the workspace and a scan open,
+    // status says so.
+    let ok = |args: &[&str]| {
+        let mut c = env.cmd(Some("agent-1"));
+        c.args(args).env("HOME", home);
+        crate::util::run_ok(c, b"", "status")
+    };
+    ok(&["install", "claude-code"]);
+    let scan = String::from_utf8(ok(&["checkpoint", "--scan", "-m", "sh-1"]).stdout).unwrap();
+    let mut c = env.cmd(Some("agent-1"));
+    c.args(["--json", "status"]).env("HOME", home);
+    let w: Value = serde_json::from_slice(&crate::util::run_ok(c, b"", "status").stdout).unwrap();
+    assert_eq!(w["hooks"][0]["agent"], "claude-code", "{w}");
+    assert!(
+        w["hooks"][0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with(".claude/settings.local.json"),
+        "{w}"
+    );
+    assert!(w["hooks"][0]["hooks"].as_u64().unwrap() > 0, "{w}");
+    let scans = w["session"]["open_scans"].as_array().unwrap();
+    assert_eq!(scans.len(), 1, "{w}");
+    assert_eq!(scans[0]["scan"], scan.trim());
+    assert_eq!(scans[0]["message_id"], "sh-1");
+    ok(&["rollback", scan.trim()]);
     assert_eq!(v["store"]["sessions"], 2);
     assert!(v["store"]["bytes"].as_u64().unwrap() > 0);
     let here = json(&env, None, &["status"]);

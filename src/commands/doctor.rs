@@ -117,6 +117,36 @@ impl Report for Diagnosis {
     }
 }
 
+/// Each agent's settings files that apply in `ws` (its workspace's, the
+/// project's, the user's), each once.
+fn settings_files(ws: &Path) -> Vec<(Agent, PathBuf)> {
+    let mut out: Vec<(Agent, PathBuf)> = Vec::new();
+    for agent in [Agent::ClaudeCode, Agent::Codex, Agent::Gemini] {
+        for scope in [Scope::Default, Scope::Project, Scope::User] {
+            if let Ok(f) = install::agent_hooks(agent).settings_file(scope, ws)
+                && !out.iter().any(|(a, g)| *a == agent && *g == f)
+            {
+                out.push((agent, f));
+            }
+        }
+    }
+    out
+}
+
+/// The settings files in `ws` that hold turnback's hooks, with how many: what
+/// `turnback status` says, without doctor's checks (Codex's trust asks Codex).
+pub(crate) fn installed(ws: &Path) -> Vec<(Agent, PathBuf, usize)> {
+    settings_files(ws)
+        .into_iter()
+        .filter_map(|(agent, file)| {
+            let s = settings::read(&file).ok()?;
+            let hooks = install::agent_hooks(agent);
+            let n = install::ours_in(&s, &|h| hooks.is_ours(h)).len();
+            (n > 0).then_some((agent, file, n))
+        })
+        .collect()
+}
+
 pub(crate) fn run(cli: &Cli, _: &DoctorArgs) -> Result<Diagnosis, CliError> {
     let ws = match &cli.workspace {
         Some(w) => std::path::absolute(w).unwrap_or_else(|_| w.clone()),
@@ -124,19 +154,9 @@ pub(crate) fn run(cli: &Cli, _: &DoctorArgs) -> Result<Diagnosis, CliError> {
             .map_err(|e| CliError::new(format!("cannot read the current directory: {e}"), None))?,
     };
     let mut found = Vec::new();
-    for agent in [Agent::ClaudeCode, Agent::Codex, Agent::Gemini] {
-        let mut files: Vec<PathBuf> = Vec::new();
-        for scope in [Scope::Default, Scope::Project, Scope::User] {
-            if let Ok(f) = install::agent_hooks(agent).settings_file(scope, &ws)
-                && !files.contains(&f)
-            {
-                files.push(f);
-            }
-        }
-        for file in files {
-            if let Some(f) = check_file(agent, &file, &ws) {
-                found.push(f);
-            }
+    for (agent, file) in settings_files(&ws) {
+        if let Some(f) = check_file(agent, &file, &ws) {
+            found.push(f);
         }
     }
     let home = match &cli.home {

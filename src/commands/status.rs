@@ -1,7 +1,7 @@
 //! `turnback status`, as `git status` and `jj st`: the session a person's
 //! command would use here and why, its open checkpoints, the files changed
-//! since the session wrote them (and by whom, where a session did), and the
-//! store's size.
+//! since the session wrote them (and by whom, where a session did), its open
+//! scans, which agents have turnback's hooks here, and the store's size.
 
 use std::path::PathBuf;
 
@@ -11,7 +11,9 @@ use turnback::json::rfc3339;
 use turnback::output::{Out, Role};
 use turnback::text::{escape, escape_path};
 use turnback::when::when;
-use turnback_store::{ChoiceReason, Entry, SessionChoice};
+use turnback_store::{ChoiceReason, Entry, OpenScan, SessionChoice};
+
+use crate::hooks::event::Agent;
 
 use crate::commands::CliError;
 use crate::context::Context;
@@ -31,6 +33,8 @@ struct Used {
     turns: usize,
     last_change: Option<OffsetDateTime>,
     open: Vec<Entry>,
+    /// Scan brackets begun and not yet committed or rolled back.
+    scans: Vec<OpenScan>,
     changed: Vec<Changed>,
 }
 
@@ -45,6 +49,9 @@ struct Changed {
 pub(crate) struct Status {
     workspace: PathBuf,
     session: Option<Used>,
+    /// The agents' settings files here that hold turnback's hooks, with
+    /// how many.
+    hooks: Vec<(Agent, PathBuf, usize)>,
     home: PathBuf,
     sessions: usize,
     bytes: u64,
@@ -66,6 +73,13 @@ impl Report for Status {
                     "path": e.path,
                     "since": rfc3339(e.time),
                 })).collect::<Vec<_>>(),
+                "open_scans": u.scans.iter().map(|o| json!({
+                    "scan": o.id,
+                    "message_id": o.message_id,
+                    "command": o.command,
+                    "workspace": o.workspace,
+                    "since": rfc3339(o.began),
+                })).collect::<Vec<_>>(),
                 "changed_since": u.changed.iter().map(|c| json!({
                     "seq": c.entry.seq,
                     "workspace": c.entry.workspace.path,
@@ -79,9 +93,9 @@ impl Report for Status {
         Some(json!({
             "workspace": self.workspace,
             "session": session,
-            // TODO(hooks): which agents have turnback's hooks installed comes
-            // with `turnback install`/`doctor` (branch `hooks`); null until then.
-            "hooks": null,
+            "hooks": self.hooks.iter().map(|(agent, file, n)| json!({
+                "agent": agent.name(), "file": file, "hooks": n,
+            })).collect::<Vec<_>>(),
             "store": { "home": self.home, "sessions": self.sessions, "bytes": self.bytes },
         }))
     }
@@ -124,6 +138,18 @@ impl Report for Status {
                         ));
                     }
                 }
+                if !u.scans.is_empty() {
+                    s.push_str(&format!("open scans: {}\n", u.scans.len()));
+                    for o in &u.scans {
+                        let what = o.command.as_deref().unwrap_or(&o.message_id);
+                        s.push_str(&format!(
+                            "  {}  `{}`  since {}\n",
+                            o.id,
+                            escape(what),
+                            when(o.began)
+                        ));
+                    }
+                }
                 if u.changed.is_empty() {
                     s.push_str("changed since the session wrote them: none\n");
                 } else {
@@ -147,7 +173,18 @@ impl Report for Status {
                 }
             }
         }
-        s.push_str("hooks: not known yet (`turnback doctor` will say which agents have them)\n");
+        if self.hooks.is_empty() {
+            s.push_str(
+                "hooks: no agent has turnback's hooks here (`turnback install claude-code`)\n",
+            );
+        }
+        for (agent, file, n) in &self.hooks {
+            s.push_str(&format!(
+                "hooks: {} ({n} in {}; `turnback doctor` checks them)\n",
+                agent.name(),
+                escape_path(file)
+            ));
+        }
         s.push_str(&format!(
             "store: {}, {} {}, {} bytes of backups\n",
             escape_path(&self.home),
@@ -176,6 +213,7 @@ pub(crate) fn run(ctx: &Context, _: &StatusArgs) -> Result<Status, CliError> {
     Ok(Status {
         workspace: ws.root().to_owned(),
         session,
+        hooks: crate::commands::doctor::installed(ws.root()),
         home: ctx.store.home().to_owned(),
         sessions: summaries.len(),
         bytes: summaries.iter().map(|s| s.bytes).sum(),
@@ -241,6 +279,7 @@ fn used(ctx: &Context, id: &str, reason: ChoiceReason) -> Result<Used, CliError>
         turns: session.turn_bounds()?.len(),
         last_change: entries.iter().map(|e| e.time).max(),
         open,
+        scans: session.open_scans()?,
         changed,
     })
 }
