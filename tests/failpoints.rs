@@ -359,6 +359,63 @@ fn a_crash_after_the_entry_and_before_its_backup_is_durable_loses_nothing() {
     check_after_crash(&env, s, &start, "crash between the entry and its backup");
 }
 
+/// The same window, for a write of the contents the file already holds (an
+/// agent writing a file back unchanged): the file is at "before" and at
+/// "after" both, so the file cannot tell whether the write happened. The
+/// backup can: the file is replaced only once its backup is under its name,
+/// so with the backup still a temporary the write never happened and its
+/// entry must go. Kept, it named a backup that was never made: the retention
+/// test's "backups gone" with a writer SIGKILLed in this window.
+#[test]
+fn a_crash_before_the_backup_of_a_write_of_unchanged_contents_keeps_no_entry_naming_it() {
+    const SAME: Scenario = Scenario {
+        name: "write of the contents the file holds",
+        initial: &[("f.txt", b"same contents\n")],
+        setup: &[],
+        args: &["write", "f.txt", "--message", "m1"],
+        stdin: b"same contents\n",
+        versions: &[("f.txt", &[Some(b"same contents\n")])],
+    };
+    let s = &SAME;
+    let (env, start) = set_up(s);
+    env.session(SESSION)
+        .write(&env.workspace(), "other.txt", &b"other\n"[..], "m0")
+        .unwrap();
+    let failpoints = "blob-hashed=sleep(1000);journal-synced=return";
+    assert!(crash(&env, s, failpoints), "did not crash at {failpoints}");
+    let dir = env.home.path().join(format!("sessions/{SESSION}"));
+    let blobs: Vec<String> = std::fs::read_dir(dir.join("blobs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let same = util::sha256_hex(b"same contents\n");
+    assert!(
+        blobs.iter().any(|n| n.starts_with(".tmp-")) && !blobs.contains(&same),
+        "the backup was not still a temporary: the window was not hit ({blobs:?})"
+    );
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    assert!(journal.contains("f.txt"), "no entry recorded: {journal}");
+    let session = Store::new(env.home.path()).open_session(SESSION).unwrap();
+    let paths: Vec<String> = session
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(
+        paths,
+        ["other.txt"],
+        "the entry of a write that never happened stayed, naming a backup never made"
+    );
+    check_after_crash(
+        &env,
+        s,
+        &start,
+        "crash before the backup of unchanged contents",
+    );
+}
+
 /// A change that takes the journal past 64 KiB folds it into a new snapshot.
 /// A crash at each step of that (the snapshot's temporary written, synced,
 /// renamed, its directory synced; the journal not yet emptied) must lose

@@ -641,6 +641,13 @@ fn collection_after_random_kills_leaves_exactly_the_backups_the_index_needs_and_
         });
     eprintln!("random kills: seed {seed:#x}");
     let mut rng = Rng(seed);
+    // TURNBACK_TEST_KILL_US=N kills at most N µs after the start (60 ms
+    // unless told): a stress run widens it to reach the later steps of a
+    // slow (loaded, debug) build.
+    let kill_us = std::env::var("TURNBACK_TEST_KILL_US")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60_000);
     let mut killed = 0;
     for round in 0..30 {
         let mut c = env.cmd(Some("k"));
@@ -677,7 +684,7 @@ fn collection_after_random_kills_leaves_exactly_the_backups_the_index_needs_and_
         c.stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         let mut child = c.spawn().unwrap();
-        std::thread::sleep(Duration::from_micros(rng.below(60_000)));
+        std::thread::sleep(Duration::from_micros(rng.below(kill_us)));
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
             killed += 1;
