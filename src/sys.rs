@@ -267,3 +267,31 @@ pub(crate) fn default_signals_in_child(cmd: &mut std::process::Command) {
         }
     }
 }
+
+/// Opens (creating it, private) the lock file `dir/name` and holds an
+/// exclusive `flock` on it until the file is dropped: the hooks' shell
+/// calls of one session take their turn through it. Neither `dir` nor the
+/// file may be a symbolic link (a store home another user could write must
+/// not aim the open elsewhere). Where `flock` does not exist the file is
+/// opened and nothing is held.
+pub(crate) fn lock_exclusive(dir: &std::path::Path, name: &str) -> std::io::Result<std::fs::File> {
+    std::fs::create_dir_all(dir)?;
+    if std::fs::symlink_metadata(dir)?.file_type().is_symlink() {
+        return Err(std::io::Error::other(format!(
+            "{} is a symbolic link",
+            dir.display()
+        )));
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    let file = o.open(dir.join(name))?;
+    #[cfg(unix)]
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+    Ok(file)
+}

@@ -104,6 +104,40 @@ impl Claude {
         children
     }
 
+    /// Calls of one message that run at once, as Claude Code runs them:
+    /// each its own PreToolUse, then (as soon as that is done) its
+    /// PostToolUse, so one call's Pre may overlap another's Post.
+    fn parallel(&mut self, tool: &str, calls: &[(&str, &Value)]) {
+        let mut pres: Vec<Option<Vec<Child>>> = calls
+            .iter()
+            .map(|(id, input)| {
+                let p = self.tool_payload("PreToolUse", id, tool, input);
+                Some(self.start("PreToolUse", Some(tool), &p))
+            })
+            .collect();
+        let mut posts = Vec::new();
+        while pres.iter().any(Option::is_some) {
+            for (i, slot) in pres.iter_mut().enumerate() {
+                let ended = slot.as_mut().is_some_and(|children| {
+                    children.iter_mut().all(|c| c.try_wait().unwrap().is_some())
+                });
+                if ended {
+                    let (id, input) = calls[i];
+                    self.finish(
+                        &format!("PreToolUse {tool} {id} (parallel)"),
+                        slot.take().unwrap(),
+                    );
+                    let p = self.tool_payload("PostToolUse", id, tool, input);
+                    posts.push((id, self.start("PostToolUse", Some(tool), &p)));
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        for (id, children) in posts {
+            self.finish(&format!("PostToolUse {tool} {id} (parallel)"), children);
+        }
+    }
+
     /// Waits for hooks started by [`Claude::start`]: each must exit 0 with
     /// nothing on stdout.
     fn finish(&mut self, what: &str, children: Vec<Child>) {
@@ -255,7 +289,8 @@ fn a_whole_claude_code_session_through_the_installed_hooks_then_a_rewind_from_an
     let after_turn_1 = digest(env.ws.path());
 
     // Turn 2: an edit; a failed edit; a denied write; shell calls, two of
-    // them at once (their PostToolUse hooks overlap).
+    // them at once (each its Pre, command and Post, as Claude Code runs
+    // read-only Bash calls: one's Pre overlaps the other's Post).
     a.prompt("rename add to sum, and tidy up");
     a.edit("toolu_03", "src/lib.rs", "pub fn add", "pub fn sum");
     let bad = a.edit_input("README.md", "not there", "x");
@@ -270,37 +305,8 @@ fn a_whole_claude_code_session_through_the_installed_hooks_then_a_rewind_from_an
     a.pre("toolu_05", "Write", &denied); // the person said no: nothing follows
     let ls = json!({"command": "ls src", "description": "list"});
     let cat = json!({"command": "cat notes.txt", "description": "read"});
-    let pres = [
-        a.start(
-            "PreToolUse",
-            Some("Bash"),
-            &a.tool_payload("PreToolUse", "toolu_06", "Bash", &ls),
-        ),
-        a.start(
-            "PreToolUse",
-            Some("Bash"),
-            &a.tool_payload("PreToolUse", "toolu_07", "Bash", &cat),
-        ),
-    ];
-    for (i, c) in pres.into_iter().enumerate() {
-        a.finish(&format!("PreToolUse Bash toolu_0{} (parallel)", 6 + i), c);
-    }
-    let posts = [
-        a.start(
-            "PostToolUse",
-            Some("Bash"),
-            &a.tool_payload("PostToolUse", "toolu_06", "Bash", &ls),
-        ),
-        a.start(
-            "PostToolUse",
-            Some("Bash"),
-            &a.tool_payload("PostToolUse", "toolu_07", "Bash", &cat),
-        ),
-    ];
-    for (i, c) in posts.into_iter().enumerate() {
-        a.finish(&format!("PostToolUse Bash toolu_0{} (parallel)", 6 + i), c);
-    }
-    // A shell edit: not recorded until the scan bracket lands.
+    a.parallel("Bash", &[("toolu_06", &ls), ("toolu_07", &cat)]);
+    // A shell edit: one step of its call, found by the scan bracket.
     let sed = json!({"command": "sed -i s/alpha/ALPHA/ notes.txt", "description": "edit"});
     a.pre("toolu_08", "Bash", &sed);
     std::fs::write(env.path("notes.txt"), "ALPHA\nbeta\n").unwrap();
@@ -342,7 +348,8 @@ fn a_whole_claude_code_session_through_the_installed_hooks_then_a_rewind_from_an
     );
 
     // What the store holds: no entry left open, the failed and denied calls
-    // dropped, the shell calls not recorded.
+    // dropped, the read-only shell calls found nothing, the shell edit
+    // recorded under its call.
     let store = env.store();
     let sa = store.open_session(&a.session).unwrap();
     let ids: Vec<String> = sa
@@ -353,7 +360,9 @@ fn a_whole_claude_code_session_through_the_installed_hooks_then_a_rewind_from_an
         .collect();
     assert_eq!(
         ids,
-        ["toolu_01", "toolu_02", "toolu_03", "toolu_10", "toolu_11"]
+        [
+            "toolu_01", "toolu_02", "toolu_03", "toolu_08", "toolu_10", "toolu_11"
+        ]
     );
     assert!(sa.entries().unwrap().iter().all(|e| e.is_committed()));
     let prompts: Vec<String> = sa
@@ -392,15 +401,10 @@ fn a_whole_claude_code_session_through_the_installed_hooks_then_a_rewind_from_an
     rewind(&env, &a.session, &["--turn", "3"]);
     assert_eq!(digest(env.ws.path()), after_turn_2);
     rewind(&env, &a.session, &["--turn", "2"]);
-    // The shell edit of turn 2 is not recorded yet, so it stays.
-    let shell_edited = after_turn_2[Path::new("notes.txt")].clone();
-    let mut expected = after_turn_1.clone();
-    expected.insert(PathBuf::from("notes.txt"), shell_edited.clone());
-    assert_eq!(digest(env.ws.path()), expected);
+    // The shell edit of turn 2 goes back with its turn.
+    assert_eq!(digest(env.ws.path()), after_turn_1);
     rewind(&env, &a.session, &["--turn", "1"]);
-    let mut expected = start.clone();
-    expected.insert(PathBuf::from("notes.txt"), shell_edited);
-    assert_eq!(digest(env.ws.path()), expected);
+    assert_eq!(digest(env.ws.path()), start);
     assert!(!env.path("src").exists());
     assert!(!env.path("secret.txt").exists());
     println!("transcript: {} hook calls", a.log.len() + b.log.len());

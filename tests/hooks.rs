@@ -407,7 +407,7 @@ fn gemini_identical_calls_pair_first_in_first_out() {
 }
 
 #[test]
-fn shell_calls_record_nothing_yet_and_print_nothing() {
+fn shell_calls_that_change_nothing_record_nothing_and_print_nothing() {
     let env = Env::new();
     for name in [
         "PreToolUse-Bash",
@@ -432,8 +432,18 @@ fn shell_calls_record_nothing_yet_and_print_nothing() {
     ] {
         quiet_hook(&env, "gemini", &gx(name));
     }
-    // No session was made: a shell call alone changes nothing in the store.
-    assert!(env.store().session_ids().unwrap().is_empty());
+    // The fixtures' commands did not run here: each bracket found nothing,
+    // so nothing is recorded; only the Codex subagent's call, which got no
+    // After, still has its bracket open.
+    let store = env.store();
+    let mut open = Vec::new();
+    for id in store.session_ids().unwrap() {
+        let s = store.open_session(&id).unwrap();
+        assert!(s.entries().unwrap().is_empty(), "{id}");
+        open.extend(s.open_scans().unwrap().into_iter().map(|o| o.message_id));
+    }
+    let sub = fixture(&env, &format!("{CODEX}/PreToolUse-Bash-subagent.json"));
+    assert_eq!(open, [sub["tool_use_id"].as_str().unwrap()]);
 }
 
 #[test]

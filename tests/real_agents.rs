@@ -322,7 +322,10 @@ fn real_claude_code_edits_are_protected_and_rewound_from_another_process() {
         .into_iter()
         .map(|e| e.message_id)
         .collect();
-    assert_eq!(ids, ["toolu_w1", "toolu_w2", "toolu_e1", "toolu_w3"]);
+    assert_eq!(
+        ids,
+        ["toolu_w1", "toolu_w2", "toolu_e1", "toolu_b1", "toolu_w3"]
+    );
     assert!(s.entries().unwrap().iter().all(|e| e.is_committed()));
     let prompts: Vec<String> = s
         .turns()
@@ -352,15 +355,10 @@ fn real_claude_code_edits_are_protected_and_rewound_from_another_process() {
     rewind("3");
     assert_eq!(crate::util::tree_digest(env.ws.path()), after_turn_2);
     rewind("2");
-    // The shell edit is not recorded until the scan bracket lands.
-    let shell = after_turn_2[Path::new("notes.txt")].clone();
-    let mut want = after_turn_1.clone();
-    want.insert(PathBuf::from("notes.txt"), shell.clone());
-    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    // The shell edit goes back with its turn: the scan bracket found it.
+    assert_eq!(crate::util::tree_digest(env.ws.path()), after_turn_1);
     rewind("1");
-    let mut want = start.clone();
-    want.insert(PathBuf::from("notes.txt"), shell);
-    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), start);
 }
 
 /// Codex 0.171.0's native binary, as npm installs it.
@@ -502,14 +500,13 @@ fn real_codex_patches_are_protected_and_rewound_from_another_process() {
                 "call_p2",
                 "*** Begin Patch\n*** Update File: existing.txt\n*** Move to: moved/existing.txt\n@@\n-line one\n+LINE ONE\n*** Delete File: added.txt\n*** End Patch\n",
             ),
-            // A shell edit: not recorded until the scan bracket lands.
+            // A shell edit: one step of its call, found by the scan bracket.
             tool("call_s1", "exec_command", json!({"cmd": "sed -i s/alpha/ALPHA/ notes.txt"})),
             Reply::Text("Moved.".into()),
         ],
     );
     assert!(!env.path("added.txt").exists() && env.path("moved/existing.txt").exists());
     assert_eq!(read_text(env.path("notes.txt")), "ALPHA\n");
-    let shell = crate::util::tree_digest(env.ws.path())[Path::new("notes.txt")].clone();
 
     let s = env.store().open_session(&session).unwrap();
     let entries = s.entries().unwrap();
@@ -525,6 +522,7 @@ fn real_codex_patches_are_protected_and_rewound_from_another_process() {
             ("call_p2".into(), "existing.txt".into()),
             ("call_p2".into(), "moved/existing.txt".into()),
             ("call_p2".into(), "added.txt".into()),
+            ("call_s1".into(), "notes.txt".into()),
         ]
     );
     assert!(entries.iter().all(|e| e.is_committed()));
@@ -552,13 +550,9 @@ fn real_codex_patches_are_protected_and_rewound_from_another_process() {
         );
     };
     rewind("2");
-    let mut want = after_turn_1.clone();
-    want.insert(PathBuf::from("notes.txt"), shell.clone());
-    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), after_turn_1);
     rewind("1");
-    let mut want = start.clone();
-    want.insert(PathBuf::from("notes.txt"), shell);
-    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), start);
 }
 
 /// Gemini CLI 0.61.0's bundle, as npm installs it (run with node).
@@ -690,7 +684,6 @@ fn real_gemini_cli_edits_are_protected_and_rewound_from_another_process() {
         "say new greeting here\n"
     );
     assert_eq!(read_text(env.path("sedme.txt")), "ALPHA\n");
-    let shell = crate::util::tree_digest(env.ws.path())[Path::new("sedme.txt")].clone();
 
     let sessions = env.store().session_ids().unwrap();
     assert_eq!(sessions.len(), 1, "{sessions:?}");
@@ -707,7 +700,8 @@ fn real_gemini_cli_edits_are_protected_and_rewound_from_another_process() {
         [
             ("new_file.txt".into(), true),
             ("sub/rel.txt".into(), true),
-            ("existing.txt".into(), true)
+            ("existing.txt".into(), true),
+            ("sedme.txt".into(), true)
         ]
     );
     let prompts: Vec<String> = s
@@ -727,11 +721,7 @@ fn real_gemini_cli_edits_are_protected_and_rewound_from_another_process() {
         );
     };
     rewind("2");
-    let mut want = after_turn_1.clone();
-    want.insert(PathBuf::from("sedme.txt"), shell.clone());
-    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), after_turn_1);
     rewind("1");
-    let mut want = start.clone();
-    want.insert(PathBuf::from("sedme.txt"), shell);
-    assert_eq!(crate::util::tree_digest(env.ws.path()), want);
+    assert_eq!(crate::util::tree_digest(env.ws.path()), start);
 }

@@ -66,3 +66,5 @@ mod mcp;
 mod retention;
 // What a shell command changes, undone: the scan bracket and `turnback run`.
 mod scan;
+// Shell calls through the agents' hooks: the scan bracket around a real shell edit, then an undo.
+mod hook_shell;

@@ -8,7 +8,7 @@ use std::path::Path;
 use turnback_store::{Entry, ErrorKind, Session, Settled, Store, Workspace};
 
 use super::event::{CallId, EventKind, HookEvent, Tool, ToolCall};
-use super::shell::{self, ShellOutcome, Side};
+use super::shell::{self, ShellOutcome};
 
 /// What the hook tells the agent.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    fn say(&mut self, text: String) {
+    pub(crate) fn say(&mut self, text: String) {
         self.messages.push(format!("turnback: {text}"));
     }
 }
@@ -34,13 +34,7 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
     let ws = match Workspace::open(&ev.workspace) {
         Ok(ws) => ws,
         Err(e) => {
-            if matches!(
-                ev.kind,
-                EventKind::Before(ToolCall {
-                    tool: Tool::Files(_),
-                    ..
-                })
-            ) {
+            if protects_before(&ev.kind) {
                 out.backup_failed = true;
             }
             out.say(format!("cannot open the workspace: {e}"));
@@ -48,14 +42,7 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
         }
     };
     // Only what makes a change creates the session; the rest needs one.
-    let creates = matches!(
-        &ev.kind,
-        EventKind::Prompt { .. }
-            | EventKind::Before(ToolCall {
-                tool: Tool::Files(_),
-                ..
-            })
-    );
+    let creates = matches!(&ev.kind, EventKind::Prompt { .. }) || protects_before(&ev.kind);
     let session = if creates {
         store.session(&ev.session)
     } else {
@@ -99,6 +86,12 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
             settle(&session, &ws, e, &mut out);
         }
     }
+    // A shell bracket of this session may belong to a call running beside
+    // this one (agents run shell calls concurrently, even in one context):
+    // only a moment when nothing runs settles it.
+    if everything {
+        shell::settle_all(&session, &mut out);
+    }
     match &ev.kind {
         EventKind::Prompt { prompt } => {
             if let Err(e) = session.begin_turn(prompt, None) {
@@ -113,7 +106,8 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
                 }
             }
             Tool::Shell { command } => {
-                out.shell = Some(shell::on_shell(call, command, Side::Before));
+                let message = message_id(&session, call);
+                out.shell = Some(shell::before(&session, &ws, command, &message, &mut out));
             }
             Tool::Untracked => {}
         },
@@ -127,7 +121,7 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
                 }
             }
             Tool::Shell { command } => {
-                out.shell = Some(shell::on_shell(call, command, Side::After));
+                out.shell = Some(shell::after(&session, call, command, &mut out));
             }
             Tool::Untracked => {}
         },
@@ -136,12 +130,28 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
                 settle(&session, &ws, e, &mut out);
             }
             if let Tool::Shell { command } = &call.tool {
-                out.shell = Some(shell::on_shell(call, command, Side::Failed));
+                // What a failed or interrupted command changed before it
+                // stopped is still a change to undo: committed, like a
+                // success.
+                out.shell = Some(shell::after(&session, call, command, &mut out));
             }
         }
         EventKind::Other => {}
     }
     out
+}
+
+/// True for the start of a call whose changes turnback backs up first: a
+/// file tool, or a shell command other than turnback itself.
+fn protects_before(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Before(call) => match &call.tool {
+            Tool::Files(_) => true,
+            Tool::Shell { command } => !shell::is_turnback_command(command),
+            Tool::Untracked => false,
+        },
+        _ => false,
+    }
 }
 
 /// The agent part that took the open entry `e` (`Some(None)`: the main
@@ -188,6 +198,8 @@ fn message_id(session: &Session, call: &ToolCall) -> String {
                 .filter(|e| e.message_id.starts_with(&prefix))
                 .map(|e| e.message_id)
                 .collect();
+            // A shell call's bracket holds its message before any entry.
+            seen.extend(shell::open_messages(session, &prefix));
             seen.sort();
             seen.dedup();
             format!("{prefix}{}", seen.len() + 1)
