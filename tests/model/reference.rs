@@ -1130,14 +1130,15 @@ impl Model {
         let points = self.crash_points(path);
         let (point, crashed) = points[pick as usize % points.len()];
         // New contents the file already has: recovery finds the file at
-        // "after" as much as at "before", and keeps the entry
-        // (`settle_in_flight` asks "after" first).
+        // "before" (and "after"), so the entry goes wherever the kill
+        // landed once it was recorded (`settle_in_flight`: nothing changed,
+        // and its backup may never have been made).
         let unchanged = self
             .files
             .get(path)
             .is_some_and(|(bytes, _)| bytes == data.as_bytes());
         match crashed {
-            Crashed::SeqUsed if unchanged => (point, Crashed::Written),
+            Crashed::Written if unchanged => (point, Crashed::SeqUsed),
             other => (point, other),
         }
     }

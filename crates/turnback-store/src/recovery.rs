@@ -17,7 +17,6 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::blobs::Blobs;
 use crate::index::Index;
 use crate::journal::Tracked;
 use crate::layout::SessionDir;
@@ -90,18 +89,15 @@ pub(crate) fn settle_revert(
 /// the entry and clearing its mark. An entry whose file lock is held belongs to
 /// a live writer and is left alone. `blobs` are the session's backups.
 ///
-/// A file at "after" keeps its entry, but one at "before" and "after" both (a
-/// write of the contents it held) cannot tell whether the write happened:
-/// then the backup decides. A writer records its entry while its backup is
-/// still being stored and replaces the file only once the backup is under its
-/// name, so without that backup the write never happened and the entry goes;
-/// kept, it would name a backup that was never made.
-pub(crate) fn settle_in_flight(
-    store: &Store,
-    blobs: &Blobs,
-    idx: &mut Tracked,
-    held: Option<&BTreeSet<PathBuf>>,
-) {
+/// A file at "before" loses its entry, also when it is at "after" too (a
+/// write of the contents it held): then the file cannot tell whether the
+/// write happened, and it does not matter, since nothing changed. What
+/// matters is that such an entry may name a backup that was never made: a
+/// writer records its entry while its backup is still being stored, so a
+/// kill in that window left an entry without its blob. Any other file keeps
+/// its entry (at "after", or changed since by someone else: its undo will
+/// say so).
+pub(crate) fn settle_in_flight(store: &Store, idx: &mut Tracked, held: Option<&BTreeSet<PathBuf>>) {
     for seq in idx.in_flight() {
         let e = idx.entry(seq).expect("in flight").clone();
         let file = e.absolute_path();
@@ -126,11 +122,7 @@ pub(crate) fn settle_in_flight(
         let Ok(now) = ws.current_state(&rel) else {
             continue;
         };
-        let at_before = now.same_contents(&e.before);
-        let backed_up = e.before.sha256.as_deref().is_none_or(|h| blobs.exists(h));
-        let done =
-            e.after.as_ref().is_some_and(|a| now.same_contents(a)) && (backed_up || !at_before);
-        if !done && at_before {
+        if now.same_contents(&e.before) {
             idx.remove_entries(&[seq]);
             let made: Vec<RelPath> = e.created_dirs.iter().map(|d| RelPath::checked(d)).collect();
             store.remove_unused_dirs(&ws, &made);

@@ -327,7 +327,7 @@ impl Session {
         let files = self.dir.index_files();
         journal::change(&mut cache, files, self.id(), Durability::Full, |idx| {
             crate::recovery::settle_revert(&self.store, &self.dir, &self.holder(), idx, held);
-            crate::recovery::settle_in_flight(&self.store, &self.blobs, idx, held);
+            crate::recovery::settle_in_flight(&self.store, idx, held);
             Ok(())
         })?;
         let caps = crate::caps::Caps::of(self.store.settings());
