@@ -313,6 +313,32 @@ fn without_failpoints_the_scenarios_run_through() {
     }
 }
 
+/// After a writer of `f.txt` died in the window between its synced entry
+/// and its backup's rename: the names in the session's `blobs/` (asserting
+/// that the entry did reach the journal).
+fn after_the_window(env: &Env) -> Vec<String> {
+    let dir = env.home.path().join(format!("sessions/{SESSION}"));
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    assert!(journal.contains("f.txt"), "no entry recorded: {journal}");
+    std::fs::read_dir(dir.join("blobs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The paths of the session's entries, as the next opener (which settles)
+/// sees them.
+fn entry_paths(env: &Env) -> Vec<String> {
+    let session = Store::new(env.home.path()).open_session(SESSION).unwrap();
+    session
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect()
+}
+
 /// The entry of a write is recorded while its backup is still being synced (on
 /// another thread). A crash in that window, with the journal line on disk and
 /// the backup not yet under its name, must leave a session whose entry goes:
@@ -331,27 +357,13 @@ fn a_crash_after_the_entry_and_before_its_backup_is_durable_loses_nothing() {
     // entry, syncs it, and dies.
     let failpoints = "blob-hashed=sleep(1000);journal-synced=return";
     assert!(crash(&env, s, failpoints), "did not crash at {failpoints}");
-    let dir = env.home.path().join(format!("sessions/{SESSION}"));
-    let blobs: Vec<String> = std::fs::read_dir(dir.join("blobs"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
+    let blobs = after_the_window(&env);
     assert!(
         blobs.iter().any(|n| n.starts_with(".tmp-")),
         "the backup was not still a temporary: the window was not hit ({blobs:?})"
     );
-    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
-    assert!(journal.contains("f.txt"), "no entry recorded: {journal}");
-    let session = Store::new(env.home.path()).open_session(SESSION).unwrap();
-    let paths: Vec<String> = session
-        .entries()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.path)
-        .collect();
     assert_eq!(
-        paths,
+        entry_paths(&env),
         ["other.txt"],
         "the entry of a write that never happened stayed"
     );
@@ -383,28 +395,14 @@ fn a_crash_before_the_backup_of_a_write_of_unchanged_contents_keeps_no_entry_nam
         .unwrap();
     let failpoints = "blob-hashed=sleep(1000);journal-synced=return";
     assert!(crash(&env, s, failpoints), "did not crash at {failpoints}");
-    let dir = env.home.path().join(format!("sessions/{SESSION}"));
-    let blobs: Vec<String> = std::fs::read_dir(dir.join("blobs"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
+    let blobs = after_the_window(&env);
     let same = util::sha256_hex(b"same contents\n");
     assert!(
         blobs.iter().any(|n| n.starts_with(".tmp-")) && !blobs.contains(&same),
         "the backup was not still a temporary: the window was not hit ({blobs:?})"
     );
-    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
-    assert!(journal.contains("f.txt"), "no entry recorded: {journal}");
-    let session = Store::new(env.home.path()).open_session(SESSION).unwrap();
-    let paths: Vec<String> = session
-        .entries()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.path)
-        .collect();
     assert_eq!(
-        paths,
+        entry_paths(&env),
         ["other.txt"],
         "the entry of a write that never happened stayed, naming a backup never made"
     );

@@ -4,11 +4,11 @@
 //! its After, turnback's own commands, and two shell calls of one session at
 //! once.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use serde_json::{Value, json};
 
-use crate::hooks::{fixture, hook, hook_cmd, quiet_hook, system_message, with};
+use crate::hooks::{fixture, hook, hook_cmd, quiet_hook, spawn_hook, system_message, with};
 use crate::util::{Env, read_text, run_ok, tree_digest};
 
 const CLAUDE: &str = "claude-code-2.1.332";
@@ -236,20 +236,7 @@ fn a_turnback_command_is_not_scanned() {
 }
 
 fn spawn(env: &Env, agent: &str, event: &Value) -> Child {
-    let mut child = hook_cmd(env, agent)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(event.to_string().as_bytes())
-        .unwrap();
-    child
+    spawn_hook(hook_cmd(env, agent), event)
 }
 
 fn done(child: Child) -> std::process::Output {

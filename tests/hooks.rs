@@ -76,7 +76,7 @@ pub fn system_message(out: &Output) -> String {
 }
 
 /// Starts the hook with `event` on stdin, without waiting for it.
-fn spawn_hook(mut cmd: Command, event: &Value) -> Child {
+pub fn spawn_hook(mut cmd: Command, event: &Value) -> Child {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
