@@ -38,6 +38,13 @@ fn a_rollback_refuses_when_another_session_recorded_a_change_since() {
     let out = tb(&env, "B", &["write", "F", "--message", "b1"], b"B's edit\n");
     assert!(out.status.success(), "{}", text(&out.stderr));
 
+    // The dry run says what the rollback will do: refuse, naming B.
+    let out = tb(&env, "A", &["rollback", &id, "--dry-run"], b"");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
+    let said = text(&out.stdout) + &text(&out.stderr);
+    assert!(said.contains("\"B\"") && said.contains("b1"), "{said}");
+    assert_eq!(read_text(env.path("F")), "B's edit\n", "nothing touched");
+
     let out = tb(&env, "A", &["rollback", &id], b"");
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let err = text(&out.stderr);
@@ -61,6 +68,16 @@ fn a_rollback_refuses_when_its_own_session_wrote_the_file_since() {
     let seq = cp.seq();
     drop(cp);
     s.write(&ws, "F", &b"a2's version\n"[..], "a2").unwrap();
+
+    // The preview agrees with the rollback: a conflict, naming a2.
+    let preview = s.rollback_with(seq, dry()).unwrap();
+    assert!(!preview.applied);
+    let FileStatus::Conflict(ConflictReason::ChangedSince { by: Some(by) }) =
+        &preview.files[0].status
+    else {
+        panic!("the preview found no change since: {:?}", preview.files);
+    };
+    assert_eq!(by.message_id, "a2");
 
     let Err(Error::Refused { conflicts, .. }) = s.rollback(seq) else {
         panic!("the rollback was not refused");
@@ -88,6 +105,15 @@ fn a_rollback_of_the_callers_own_write_still_needs_no_force() {
     std::fs::write(env.path("F"), "original\n").unwrap();
     let cp = s.checkpoint(&ws, "F", "a1").unwrap();
     std::fs::write(env.path("F"), "half writ").unwrap();
+    // The preview agrees: the half-made write is the caller's, no conflict.
+    let preview = cp.rollback_preview().unwrap();
+    assert_eq!(preview.files.len(), 1);
+    assert_eq!(preview.files[0].status, FileStatus::Safe, "{preview:?}");
+    assert_eq!(
+        read_text(env.path("F")),
+        "half writ",
+        "a preview touches nothing"
+    );
     cp.rollback().unwrap();
     assert_eq!(read_text(env.path("F")), "original\n");
     assert!(s.entries().unwrap().is_empty());

@@ -385,6 +385,36 @@ fn a_dry_run_exits_3_when_the_real_command_would_refuse() {
     assert_eq!(crate::util::tree_digest(env.ws.path()), before);
 }
 
+#[test]
+fn a_redo_dry_run_exits_3_when_the_real_redo_would_refuse() {
+    let env = workspace();
+    let s = Some("agent-1");
+    run(
+        &env,
+        s,
+        &["write", "src/lib.rs", "-m", "m1"],
+        Some(LIB_V2.as_bytes()),
+    );
+    assert_eq!(run(&env, s, &["undo"], None).code(), 0);
+    let clean = run(&env, s, &["redo", "--dry-run"], None);
+    assert_eq!(clean.code(), 0, "nothing in the way: {}", clean.stderr);
+    // A hand edit after the undo: the redo would overwrite it.
+    std::fs::write(env.path("src/lib.rs"), "by hand\n").unwrap();
+    let before = crate::util::tree_digest(env.ws.path());
+    let check = run(&env, s, &["redo", "--dry-run"], None);
+    assert_eq!(check.code(), 3, "{} {}", check.stdout, check.stderr);
+    assert_eq!(run(&env, s, &["redo"], None).code(), 3);
+    assert_eq!(
+        run(&env, s, &["redo", "--dry-run", "--force"], None).code(),
+        0
+    );
+    assert_eq!(
+        crate::util::tree_digest(env.ws.path()),
+        before,
+        "nothing touched"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 3. Habits: -n, -f, -q, log -n N, log FILE, --since/--until, times, the pager
 

@@ -14,7 +14,20 @@ use super::apply::apply;
 use super::backups::check_backups;
 use super::plan::{FilePlan, classify, newest_change, plan, report};
 use super::record::{record_revert, remove_created_dirs};
-use super::report::{RevertOptions, RevertReport};
+use super::report::{FileStatus, RevertOptions, RevertReport};
+
+/// The preview's status of each file, decided as the rollback itself decides
+/// (not as an undo would): a change recorded since is the conflict, named;
+/// without one, what the file holds is the caller's own half-made write,
+/// safe to overwrite. A file already at "before" stays as it is.
+fn as_a_rollback_sees_it(plans: &mut [FilePlan], conflict: Option<&Conflict>) {
+    for p in plans.iter_mut().filter(|p| p.touches()) {
+        p.status = match conflict {
+            Some(c) => FileStatus::Conflict(c.reason.clone()),
+            None => FileStatus::Safe,
+        };
+    }
+}
 
 /// Rolls back entry `seq`, a checkpoint never committed: its file returns to
 /// "before" and the entry goes. The caller holds the file's lock (`held`).
@@ -59,8 +72,10 @@ pub(crate) fn rollback(
         Ok((seqs, conflict))
     };
     if opts.dry_run {
-        let mut plans = session.view(|idx| choose(idx).map(|(seqs, _)| plan(idx, &seqs)))??;
+        let (mut plans, conflict) =
+            session.view(|idx| choose(idx).map(|(seqs, c)| (plan(idx, &seqs), c)))??;
         classify(session, &mut plans)?;
+        as_a_rollback_sees_it(&mut plans, conflict.as_ref());
         return Ok(report(session, &plans, false));
     }
     session.mutate_holding_then(
