@@ -778,6 +778,7 @@ fn each_crate_packages_its_sources_readme_and_licenses_and_not_its_tests() {
             ][..],
         ),
         ("turnback-store", &["src/lib.rs", "src/steps.rs"][..]),
+        ("turnback-mcp", &["src/lib.rs", "src/tools.rs"][..]),
     ] {
         let out = std::process::Command::new(&cargo)
             .args([
