@@ -560,7 +560,8 @@ mod tests {
                 Err(std::io::Error::other("closed"))
             }
         }
-        assert!(s.write(&ws, "h", Broken, "m").is_err());
+        let err = s.write(&ws, "h", Broken, "m").unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Io, "{err}");
         let blobs = s.dir().join("blobs");
         let old = SystemTime::now() - Duration::from_secs(7200);
         for e in std::fs::read_dir(&blobs).unwrap() {
