@@ -338,6 +338,27 @@ fn commit_and_rollback_take_an_entry_as_hash_n() {
     assert_eq!(util_read(&env, "src/lib.rs"), crate::cli::LIB_V1);
     let bad = run(&env, s, &["commit", "#x"], None);
     assert_eq!(bad.code(), 2, "{}", bad.stderr);
+    // --entry N, as rewind and diff take it: the same as #N.
+    run(&env, s, &["checkpoint", "NOTES.md", "-m", "c3"], None);
+    std::fs::write(env.path("NOTES.md"), "edited again\n").unwrap();
+    let r = run(&env, s, &["rollback", "--entry", "3"], None);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(util_read(&env, "NOTES.md"), "edited\n");
+    let id = run(&env, s, &["checkpoint", "NOTES.md", "-m", "c4"], None);
+    let n = id.stdout.trim().to_owned();
+    std::fs::write(env.path("NOTES.md"), "edited, kept\n").unwrap();
+    let c = run(&env, s, &["commit", "--entry", &n], None);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    let shown = run(&env, s, &["show", "--entry", &n, "-q"], None);
+    assert_eq!(shown.code(), 0, "{}", shown.stderr);
+    let hash_n = format!("#{n}");
+    assert_eq!(
+        shown.stdout,
+        run(&env, s, &["show", &hash_n, "-q"], None).stdout
+    );
+    assert!(shown.stdout.contains("c4"), "{}", shown.stdout);
+    let both = run(&env, s, &["commit", &n, "--entry", &n], None);
+    assert_eq!(both.code(), 2, "ID and --entry at once: {}", both.stderr);
 }
 
 // ---------------------------------------------------------------------------

@@ -12,8 +12,27 @@ use crate::render::Report;
 #[command(after_help = "Example:\n  turnback commit 12\n  turnback commit scan-19a2b3c4d5e-0f1e")]
 pub(crate) struct CommitArgs {
     /// The entry number (`N` or `#N`) or scan id `turnback checkpoint` printed
-    #[arg(value_parser = id_arg)]
-    pub(crate) id: Id,
+    #[arg(value_parser = id_arg, required_unless_present = "entry")]
+    id: Option<Id>,
+    /// The entry number, as `--entry N` (the same as ID `N`)
+    #[arg(long, value_name = "N", value_parser = crate::naming::entry_number, conflicts_with = "id")]
+    entry: Option<u64>,
+}
+
+impl CommitArgs {
+    /// What the command names: ID, or `--entry N`.
+    pub(crate) fn id(&self) -> Id {
+        either_id(&self.id, self.entry)
+    }
+}
+
+/// ID, else `--entry N` (clap requires one of the two).
+pub(crate) fn either_id(id: &Option<Id>, entry: Option<u64>) -> Id {
+    match (id, entry) {
+        (Some(id), _) => id.clone(),
+        (None, Some(n)) => Id::Entry(n),
+        (None, None) => unreachable!("clap requires ID or --entry"),
+    }
 }
 
 /// What a checkpoint's ID names: an entry number, or a scan id.
@@ -41,7 +60,7 @@ pub(crate) fn id_arg(id: &str) -> Result<Id, String> {
 
 pub(crate) fn run(ctx: &Context, args: &CommitArgs) -> Result<Box<dyn Report>, CliError> {
     let session = ctx.agent_session()?;
-    match &args.id {
+    match &args.id() {
         Id::Entry(n) => {
             let e = session.commit(*n)?;
             Ok(Box::new(EntryReport {

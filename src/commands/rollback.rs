@@ -18,10 +18,20 @@ use crate::render::Report;
 )]
 pub(crate) struct RollbackArgs {
     /// The entry number (`N` or `#N`) or scan id `turnback checkpoint` printed
-    #[arg(value_parser = crate::commands::commit::id_arg)]
-    pub(crate) id: crate::commands::commit::Id,
+    #[arg(value_parser = crate::commands::commit::id_arg, required_unless_present = "entry")]
+    id: Option<crate::commands::commit::Id>,
+    /// The entry number, as `--entry N` (the same as ID `N`)
+    #[arg(long, value_name = "N", value_parser = crate::naming::entry_number, conflicts_with = "id")]
+    entry: Option<u64>,
     #[command(flatten)]
     pub(crate) flags: RevertFlags,
+}
+
+impl RollbackArgs {
+    /// What the command names: ID, or `--entry N`.
+    pub(crate) fn id(&self) -> crate::commands::commit::Id {
+        crate::commands::commit::either_id(&self.id, self.entry)
+    }
 }
 
 /// A rollback done: the entry's line, or `{"session", "rolled_back", "path"}`.
@@ -49,7 +59,7 @@ impl Report for RolledBack {
 /// A rollback, or with `--dry-run` its preview.
 pub(crate) fn run(ctx: &Context, args: &RollbackArgs) -> Result<Box<dyn Report>, CliError> {
     let session = ctx.agent_session()?;
-    let id = match &args.id {
+    let id = match &args.id() {
         crate::commands::commit::Id::Entry(n) => *n,
         crate::commands::commit::Id::Scan(_) if args.flags.dry_run || args.flags.force => {
             return Err(CliError::usage(

@@ -9,7 +9,7 @@ use turnback::output::ColorChoice;
 use turnback_store::Store;
 
 use crate::cli::Cli;
-use crate::commands::commit::{CommitArgs, Id};
+use crate::commands::commit::Id;
 use crate::commands::common::{EntryReport, reverted};
 use crate::commands::rollback::RolledBack;
 use crate::commands::{CliError, Command, boxed, checkpoint, dispatch, in_context, write};
@@ -103,9 +103,12 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
                 .take(session.clone(), ws, path, args.message.clone())?;
             checkpoint::checkpointed(&session, seq).map(boxed)
         }
-        Command::Commit(CommitArgs { id: Id::Entry(id) }) => {
+        Command::Commit(args) if matches!(args.id(), Id::Entry(_)) => {
+            let Id::Entry(id) = args.id() else {
+                unreachable!("matched above")
+            };
             let session = ctx.agent_session()?;
-            match server.held.commit(session.id(), *id) {
+            match server.held.commit(session.id(), id) {
                 Some(done) => Ok(boxed(EntryReport {
                     session: session.id().to_owned(),
                     entry: done?,
@@ -114,9 +117,9 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
                 None => in_context(&ctx, &cli.command),
             }
         }
-        Command::Rollback(args) if matches!(args.id, Id::Entry(_)) => {
+        Command::Rollback(args) if matches!(args.id(), Id::Entry(_)) => {
             let session = ctx.agent_session()?;
-            let (Id::Entry(id), flags) = (args.id.clone(), args.flags) else {
+            let (Id::Entry(id), flags) = (args.id(), args.flags) else {
                 unreachable!("matched above")
             };
             if !server.held.holds(session.id(), id) {

@@ -17,8 +17,11 @@ use crate::render::Report;
 )]
 pub(crate) struct ShowArgs {
     /// The entry as #N or N (as `turnback log` prints it), or a message id or a unique prefix of one
-    #[arg(value_name = "#N|MESSAGE")]
-    target: String,
+    #[arg(value_name = "#N|MESSAGE", required_unless_present = "entry")]
+    target: Option<String>,
+    /// The entry, as `--entry N` (the same as `#N`)
+    #[arg(long, value_name = "N", value_parser = naming::entry_number, conflicts_with = "target")]
+    entry: Option<u64>,
 }
 
 /// The entries shown.
@@ -44,7 +47,12 @@ impl Report for ShowReport {
 pub(crate) fn run(ctx: &Context, args: &ShowArgs) -> Result<ShowReport, CliError> {
     let session = ctx.person_session()?;
     let entries = session.entries()?;
-    let chosen: Vec<_> = match naming::target(&entries, &args.target)? {
+    let target = match (&args.target, args.entry) {
+        (Some(t), _) => t.clone(),
+        (None, Some(n)) => format!("#{n}"),
+        (None, None) => unreachable!("clap requires a target or --entry"),
+    };
+    let chosen: Vec<_> = match naming::target(&entries, &target)? {
         Target::Entry(n) => vec![session.entry(n)?],
         Target::Message(m) => {
             let of: Vec<_> = entries.into_iter().filter(|e| e.message_id == m).collect();
