@@ -30,7 +30,7 @@ pub(crate) struct Cli {
     /// The store home [default: ~/.local/state/turnback]
     #[arg(long, global = true, env = "TURNBACK_HOME", value_name = "DIR", help_heading = GLOBAL)]
     pub home: Option<PathBuf>,
-    /// The session [default for undo, rewind, log, diff: the newest one with changes here; for revert: the one that changed the file last]
+    /// The session [default for undo, rewind, log, diff, show, turns, status: the newest one with changes here; for revert: the one that changed the file last; for redo: the one whose undo was last]
     #[arg(long, global = true, env = "TURNBACK_SESSION", value_name = "ID", help_heading = GLOBAL)]
     pub session: Option<String>,
     /// The workspace root [default: the current directory]
