@@ -15,7 +15,11 @@ pub fn rfc3339(t: time::OffsetDateTime) -> String {
 }
 
 pub fn state(s: &FileState) -> Value {
-    json!({ "exists": s.exists, "sha256": s.sha256, "size": s.size, "mode": s.mode })
+    let mut v = json!({ "exists": s.exists, "sha256": s.sha256, "size": s.size, "mode": s.mode });
+    if s.is_dir() {
+        v["directory"] = json!(true);
+    }
+    v
 }
 
 pub fn entry(e: &Entry) -> Value {
@@ -56,6 +60,7 @@ pub fn status(s: &FileStatus) -> &'static str {
         FileStatus::Conflict(ConflictReason::ChangedSince { .. }) => "changed-since",
         FileStatus::Conflict(ConflictReason::NeverCommitted) => "never-committed",
         FileStatus::Conflict(ConflictReason::Shared { .. }) => "shared",
+        FileStatus::Conflict(ConflictReason::NotEmpty { .. }) => "not-empty",
     }
 }
 
@@ -89,7 +94,7 @@ pub fn file_revert(f: &FileRevert, diff: Option<&FileDiff>) -> Value {
         "workspace": f.workspace,
         "path": f.path,
         "entries": f.seqs,
-        "action": match f.action { RevertAction::Write { .. } => "write", RevertAction::Delete => "delete" },
+        "action": match f.action { RevertAction::Write { .. } => "write", RevertAction::Delete => "delete", RevertAction::Directory => "directory" },
         "status": status(&f.status),
         "changed_by": changed_by(&f.status),
         "target": state(&f.target),
@@ -284,7 +289,9 @@ pub fn conflicts(conflicts: &[Conflict]) -> Value {
                         .map(|b| json!({ "session": b.session, "message_id": b.message_id, "seq": b.seq }))
                         .unwrap_or(Value::Null),
                 ),
-                ConflictReason::NeverCommitted => ("never-committed", Value::Null),
+                ConflictReason::NeverCommitted | ConflictReason::NotEmpty { .. } => {
+                    (status(&FileStatus::Conflict(c.reason.clone())), Value::Null)
+                }
                 ConflictReason::Shared { with } => (
                     "shared",
                     with.first()

@@ -49,6 +49,13 @@ pub fn time(t: time::OffsetDateTime) -> String {
 pub fn change(e: &Entry) -> String {
     match &e.after {
         None => "checkpoint, not committed".into(),
+        Some(a) if a.is_dir() || e.before.is_dir() => match (e.before.exists, a.exists) {
+            (false, _) => "directory created".into(),
+            (_, false) => "directory removed".into(),
+            _ if a.is_dir() == e.before.is_dir() => "directory's mode changed".into(),
+            _ if a.is_dir() => format!("replaced by a directory, was {} bytes", e.before.size),
+            _ => format!("directory replaced by a file of {} bytes", a.size),
+        },
         Some(a) => match (e.before.exists, a.exists) {
             (false, true) => format!("created, {} bytes", a.size),
             (true, false) => format!("deleted, was {} bytes", e.before.size),
@@ -153,6 +160,9 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
             format!("{} ({size} bytes)", verb("restored", "restore"))
         }
         (_, RevertAction::Delete) => verb("deleted", "delete"),
+        (_, RevertAction::Directory) => {
+            verb("made again (a directory)", "make again (a directory)")
+        }
     };
     let status = match &f.status {
         FileStatus::Safe | FileStatus::AlreadyReverted => String::new(),
@@ -175,6 +185,10 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
         FileStatus::Conflict(ConflictReason::Shared { with }) => out.paint(
             Role::Warn,
             &format!("  [shared with session {}]", with.join(", ")),
+        ),
+        FileStatus::Conflict(ConflictReason::NotEmpty { found }) => out.paint(
+            Role::Warn,
+            &format!("  [a directory now, holding {}]", escape(found)),
         ),
     };
     format!("{path}: {action}{status}")

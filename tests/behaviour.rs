@@ -252,6 +252,7 @@ fn checkpoint_and_commit_record_the_file_as_written() {
             mode: Some(mode),
             uid: None,
             gid: None,
+            dir: false,
         })
     );
     assert_eq!(s.entries().unwrap(), vec![e]);

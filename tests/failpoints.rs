@@ -26,6 +26,8 @@ struct Scenario {
     initial: &'static [(&'static str, &'static [u8])],
     /// Writes (path, contents; `None` removes) made before the crashing command.
     setup: &'static [(&'static str, Option<&'static [u8]>)],
+    /// A command run (to its end) after the writes, before the crashing one.
+    before: &'static [&'static str],
     /// The crashing command's arguments and standard input.
     args: &'static [&'static str],
     stdin: &'static [u8],
@@ -39,6 +41,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "write over an existing file",
         initial: &[("f.txt", b"old contents\n")],
         setup: &[],
+        before: &[],
         args: &["write", "f.txt", "--message", "m1"],
         stdin: b"new contents\n",
         versions: &[("f.txt", &[Some(b"old contents\n"), Some(b"new contents\n")])],
@@ -47,6 +50,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "write of a new file in new directories",
         initial: &[],
         setup: &[],
+        before: &[],
         args: &["write", "d/e/f.txt", "--message", "m1"],
         stdin: b"fresh\n",
         versions: &[("d/e/f.txt", &[None, Some(b"fresh\n")])],
@@ -55,6 +59,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "rm",
         initial: &[("gone.txt", b"bye\n")],
         setup: &[],
+        before: &[],
         args: &["rm", "gone.txt", "--message", "m1"],
         stdin: b"",
         versions: &[("gone.txt", &[Some(b"bye\n"), None])],
@@ -63,6 +68,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "mv",
         initial: &[("a.txt", b"moving\n")],
         setup: &[],
+        before: &[],
         args: &["mv", "a.txt", "sub/b.txt", "--message", "m1"],
         stdin: b"",
         versions: &[
@@ -74,6 +80,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "undo of a write",
         initial: &[("f.txt", b"v1\n")],
         setup: &[("f.txt", Some(b"v2\n"))],
+        before: &[],
         args: &["undo"],
         stdin: b"",
         versions: &[("f.txt", &[Some(b"v1\n"), Some(b"v2\n")])],
@@ -86,6 +93,7 @@ const SCENARIOS: &[Scenario] = &[
             ("new/b.txt", Some(b"b\n")),
             ("c.txt", None),
         ],
+        before: &[],
         args: &["rewind", "m0"],
         stdin: b"",
         versions: &[
@@ -98,6 +106,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "run of a shell command (an edit, a removal, a creation in a new directory)",
         initial: &[("a.txt", b"a1\n"), ("c.txt", b"c1\n")],
         setup: &[],
+        before: &[],
         args: &[
             "run",
             "--message",
@@ -115,9 +124,33 @@ const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
+        name: "undo of a run that replaced a file by a directory and a directory by a file",
+        initial: &[("f", b"file\n"), ("g/inner", b"inner\n")],
+        setup: &[],
+        before: &[
+            "run",
+            "--message",
+            "m0",
+            "--",
+            "sh",
+            "-c",
+            "rm f && mkdir f && echo x > f/x && rm -r g && echo g > g",
+        ],
+        args: &["undo"],
+        stdin: b"",
+        versions: &[
+            // A directory reads as nothing.
+            ("f", &[Some(b"file\n"), None]),
+            ("f/x", &[None, Some(b"x\n")]),
+            ("g", &[Some(b"g\n"), None]),
+            ("g/inner", &[None, Some(b"inner\n")]),
+        ],
+    },
+    Scenario {
         name: "prune of a store whose one session is kept",
         initial: &[("f.txt", b"v1\n")],
         setup: &[("f.txt", Some(b"v2\n"))],
+        before: &[],
         args: &["prune"],
         stdin: b"",
         versions: &[("f.txt", &[Some(b"v2\n")])],
@@ -146,6 +179,16 @@ fn set_up(s: &Scenario) -> (Env, BTreeMap<std::path::PathBuf, String>) {
             None => session.remove(&ws, path, &message).map(drop),
         }
         .unwrap();
+    }
+    if !s.before.is_empty() {
+        let out = Command::new(util::bin())
+            .args(s.before)
+            .current_dir(env.ws.path())
+            .env("TURNBACK_HOME", env.home.path())
+            .env("TURNBACK_SESSION", SESSION)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}: {out:?}", s.name);
     }
     (env, start)
 }
@@ -303,6 +346,39 @@ fn a_crash_after_any_durable_step_leaves_a_store_that_recovers() {
     );
 }
 
+/// An undo that takes directories away and makes them again is all or
+/// nothing across its files: aborted after any durable step, the next
+/// session to open finds the whole tree as the command left it (the undo
+/// not recorded, its entries still there) or as it was before (recorded).
+#[test]
+fn an_undo_of_swapped_trees_aborted_at_any_step_leaves_one_whole_tree() {
+    let s = SCENARIOS
+        .iter()
+        .find(|s| s.name.starts_with("undo of a run that replaced"))
+        .unwrap();
+    let mut crashes = 0;
+    for point in CRASH_POINTS {
+        for pass in 0..3 {
+            let (env, start) = set_up(s);
+            let ran = util::tree_digest(env.ws.path());
+            if !crash(&env, s, &format!("{point}={pass}*off->return")) {
+                break;
+            }
+            crashes += 1;
+            let what = format!("{point}, pass {pass}");
+            let session = env.store().open_session(SESSION).unwrap();
+            let entries = session.entries().unwrap();
+            let now = util::tree_digest(env.ws.path());
+            if entries.is_empty() {
+                assert_eq!(now, start, "{what}: the undo was recorded");
+            } else {
+                assert_eq!(now, ran, "{what}: the undo was not recorded");
+            }
+        }
+    }
+    assert!(crashes > 0);
+}
+
 #[test]
 fn without_failpoints_the_scenarios_run_through() {
     for s in SCENARIOS {
@@ -384,6 +460,7 @@ fn a_crash_before_the_backup_of_a_write_of_unchanged_contents_keeps_no_entry_nam
         name: "write of the contents the file holds",
         initial: &[("f.txt", b"same contents\n")],
         setup: &[],
+        before: &[],
         args: &["write", "f.txt", "--message", "m1"],
         stdin: b"same contents\n",
         versions: &[("f.txt", &[Some(b"same contents\n")])],

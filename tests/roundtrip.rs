@@ -183,6 +183,7 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
             // A backup records the owner, for a restore to keep it.
             uid: Some(owner.0),
             gid: Some(owner.1),
+            dir: false,
         }
     );
     assert_eq!(
@@ -194,6 +195,7 @@ fn binary_contents_survive_write_and_undo_byte_exactly() {
             mode: Some(mode),
             uid: None,
             gid: None,
+            dir: false,
         })
     );
     assert_eq!(s.entries().unwrap(), vec![e.clone()]);

@@ -80,7 +80,8 @@ fn ok(out: Output, what: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The workspace without what is ignored (target/, *.log) and without .git.
+/// The workspace without what is ignored (target/, *.log) and without .git,
+/// byte for byte, with every file's and directory's mode.
 fn scope_digest(env: &Env) -> Vec<(std::path::PathBuf, String)> {
     util::tree_digest(env.ws.path())
         .into_iter()
@@ -90,6 +91,13 @@ fn scope_digest(env: &Env) -> Vec<(std::path::PathBuf, String)> {
                 && s != ".git"
                 && !s.starts_with("target")
                 && !s.ends_with(".log")
+        })
+        .map(|(p, what)| match what.as_str() {
+            "dir" => {
+                let mode = util::mode_of(&env.ws.path().join(&p)) & 0o7777;
+                (p, format!("dir {mode:o}"))
+            }
+            _ => (p, what),
         })
         .collect()
 }
@@ -113,8 +121,11 @@ fn every_change_through_run(in_git: bool) {
         })
         .collect();
     let want: Vec<(String, String)> = [
+        ("dir", "deleted"),
         ("dir/inner.txt", "deleted"),
         ("gone.txt", "deleted"),
+        ("made", "created"),
+        ("made/deep", "created"),
         ("made/deep/f.txt", "created"),
         ("src/lib.rs", "modified"),
         ("src/new.rs", "created"),
@@ -195,7 +206,7 @@ fn two_process_bracket(in_git: bool) {
         .unwrap();
     assert!(sh.success());
     let text = ok(run(&env, Some("agent"), &["commit", id]), "commit");
-    assert!(text.contains("changed 7 files"), "{text}");
+    assert!(text.contains("changed 10 files"), "{text}");
     let again = run(&env, Some("agent"), &["--json", "commit", id]);
     assert_eq!(again.status.code(), Some(1), "a scan commits once");
     assert!(String::from_utf8_lossy(&again.stderr).contains("no-such-scan"));
@@ -537,4 +548,115 @@ fn a_store_home_inside_the_workspace_is_out_of_scope() {
         ["gone.txt"],
         "the store's own files are not the command's: {r}"
     );
+}
+
+/// What the test command does to directories: a file replaced by a tree, a
+/// tree (with a mode of its own) by a file, an empty directory removed (with
+/// its mode) and one made.
+const SWAPS: &str = "rm tool.sh && mkdir -p tool.sh/sub && echo x > tool.sh/x && echo y > tool.sh/sub/y \
+    && rm -r dir && echo now a file > dir && rmdir src/empty && mkdir made";
+
+/// `SWAPS` through `turnback run`, then undo, redo and undo: each time the
+/// tree is exactly the one before (or after) the command, and `.git` is
+/// untouched; an undo over a file someone put in a directory the command
+/// made is refused (exit 3), forced too, touching nothing.
+fn swaps_through_run(in_git: bool) {
+    let env = workspace(in_git);
+    let ws = env.ws.path();
+    std::fs::create_dir(ws.join("src/empty")).unwrap();
+    std::fs::set_permissions(ws.join("src/empty"), PermissionsExt::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(ws.join("dir"), PermissionsExt::from_mode(0o750)).unwrap();
+    let git_before = in_git.then(|| util::tree_digest(&ws.join(".git")));
+    let start = scope_digest(&env);
+    let out = run(&env, None, &["--json", "run", "--", "sh", "-c", SWAPS]);
+    let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    let changes: Vec<(String, String, bool)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().into(),
+                c["change"].as_str().unwrap().into(),
+                c["directory"] == true,
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, bool)> = [
+        ("dir", "replaced", false),
+        ("dir/inner.txt", "deleted", false),
+        ("made", "created", true),
+        ("src/empty", "deleted", true),
+        ("tool.sh", "replaced", true),
+        ("tool.sh/sub", "created", true),
+        ("tool.sh/sub/y", "created", false),
+        ("tool.sh/x", "created", false),
+    ]
+    .iter()
+    .map(|(p, c, d)| (p.to_string(), c.to_string(), *d))
+    .collect();
+    assert_eq!(changes, want, "{report}");
+    let after = scope_digest(&env);
+    ok(run(&env, None, &["undo"]), "undo");
+    assert_eq!(scope_digest(&env), start, "the undo put every tree back");
+    ok(run(&env, None, &["redo"]), "redo");
+    assert_eq!(scope_digest(&env), after, "the redo did the command again");
+    // Someone's file in the directory the command made in tool.sh's place.
+    std::fs::write(ws.join("tool.sh/sub/mine"), "mine\n").unwrap();
+    let held = scope_digest(&env);
+    for args in [&["--json", "undo"][..], &["--json", "undo", "--force"]] {
+        let out = run(&env, None, args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("\"not-empty\""), "{args:?}: {err}");
+        assert_eq!(scope_digest(&env), held, "{args:?}: nothing touched");
+    }
+    std::fs::remove_file(ws.join("tool.sh/sub/mine")).unwrap();
+    ok(run(&env, None, &["undo"]), "undo");
+    assert_eq!(scope_digest(&env), start, "and undone again");
+    if let Some(before) = git_before {
+        assert_eq!(
+            util::tree_digest(&ws.join(".git")),
+            before,
+            ".git is byte-identical"
+        );
+    }
+}
+
+#[test]
+fn files_and_directories_swapped_undo_and_redo_through_run_in_git() {
+    if has_git("scan::files_and_directories_swapped_undo_and_redo_through_run_in_git") {
+        swaps_through_run(true);
+    }
+}
+
+#[test]
+fn files_and_directories_swapped_undo_and_redo_through_run_outside_git() {
+    swaps_through_run(false);
+}
+
+/// The same through the two-process bracket, ended by a rollback: every
+/// tree back, nothing recorded.
+#[test]
+fn a_rollback_in_another_process_puts_swapped_trees_back() {
+    let env = workspace(false);
+    std::fs::create_dir(env.path("src/empty")).unwrap();
+    let start = scope_digest(&env);
+    let id = ok(
+        run(&env, Some("agent"), &["checkpoint", "--scan", "-m", "c"]),
+        "checkpoint --scan",
+    );
+    let sh = env
+        .command("sh", None)
+        .args(["-c", SWAPS])
+        .status()
+        .unwrap();
+    assert!(sh.success());
+    ok(
+        run(&env, Some("agent"), &["rollback", id.trim()]),
+        "rollback",
+    );
+    assert_eq!(scope_digest(&env), start);
+    let s = Store::new(env.home.path()).open_session("agent").unwrap();
+    assert!(s.entries().unwrap().is_empty());
 }

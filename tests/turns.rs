@@ -1010,6 +1010,7 @@ fn state_of(p: &Path) -> turnback_store::FileState {
             mode: Some(util::mode_of(p)),
             uid: None,
             gid: None,
+            dir: false,
         },
         Err(_) => turnback_store::FileState::absent(),
     }

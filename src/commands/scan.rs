@@ -22,6 +22,7 @@ fn kind(k: ScanChangeKind) -> &'static str {
         ScanChangeKind::ModeChanged => "mode-changed",
         ScanChangeKind::Created => "created",
         ScanChangeKind::Deleted => "deleted",
+        ScanChangeKind::Replaced => "replaced",
     }
 }
 
@@ -55,7 +56,13 @@ impl Report for Scanned {
         let changes: Vec<Value> = r
             .changes
             .iter()
-            .map(|c| json!({ "path": c.path, "change": kind(c.kind), "seq": c.seq, "shared_with": c.shared_with }))
+            .map(|c| {
+                let mut v = json!({ "path": c.path, "change": kind(c.kind), "seq": c.seq, "shared_with": c.shared_with });
+                if c.directory {
+                    v["directory"] = json!(true);
+                }
+                v
+            })
             .collect();
         let unrec: Vec<Value> = r
             .unrecorded
@@ -111,8 +118,9 @@ impl Report for Scanned {
                 format!("  [shared with session {}]", c.shared_with.join(", "))
             };
             let seq = c.seq.map(|n| format!("#{n:<4} ")).unwrap_or_default();
+            let dir = if c.directory { " (a directory)" } else { "" };
             s.push_str(&format!(
-                "  {seq}{}  {}{shared}\n",
+                "  {seq}{}  {}{dir}{shared}\n",
                 out.paint(turnback::output::Role::Path, &escape(&c.path)),
                 kind(c.kind)
             ));

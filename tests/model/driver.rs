@@ -274,8 +274,11 @@ fn failure(real: &Real, e: Error) -> Failure {
                                 Status::ChangedSince(b.as_ref().map(by))
                             }
                             ConflictReason::NeverCommitted => Status::NeverCommitted,
-                            // The model takes no scans, so nothing is shared.
-                            ConflictReason::Shared { .. } => unreachable!("no scans in the model"),
+                            // The model takes no scans, so nothing is shared
+                            // and no directory is recorded.
+                            ConflictReason::Shared { .. } | ConflictReason::NotEmpty { .. } => {
+                                unreachable!("no scans in the model")
+                            }
                         },
                     })
                     .collect(),
@@ -325,6 +328,7 @@ fn reported(real: &Real, r: turnback_store::Result<RevertReport>) -> Expect {
                         assert!(f.target.exists && f.target.size == size, "{f:?}")
                     }
                     RevertAction::Delete => assert!(!f.target.exists, "{f:?}"),
+                    RevertAction::Directory => unreachable!("no scans in the model: {f:?}"),
                 }
                 ReportFile {
                     path: f.path.clone(),
@@ -338,9 +342,9 @@ fn reported(real: &Real, r: turnback_store::Result<RevertReport>) -> Expect {
                         FileStatus::Conflict(ConflictReason::NeverCommitted) => {
                             Status::NeverCommitted
                         }
-                        FileStatus::Conflict(ConflictReason::Shared { .. }) => {
-                            unreachable!("no scans in the model")
-                        }
+                        FileStatus::Conflict(
+                            ConflictReason::Shared { .. } | ConflictReason::NotEmpty { .. },
+                        ) => unreachable!("no scans in the model"),
                     },
                     target: show(&f.target),
                 }

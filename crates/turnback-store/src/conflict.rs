@@ -36,6 +36,13 @@ pub enum ConflictReason {
         /// The other sessions.
         with: Vec<String>,
     },
+    /// A file goes back where a directory is now, and the directory holds
+    /// something the reverted changes did not make: putting the file back
+    /// would delete it, so the revert refuses even when forced.
+    NotEmpty {
+        /// What is in the way, relative to the workspace.
+        found: String,
+    },
 }
 
 /// A session and message that changed a file, as recorded in the store.
@@ -66,6 +73,11 @@ impl fmt::Display for Conflict {
                 "{} was changed while session(s) {} also watched it: the change may be theirs",
                 self.path,
                 with.join(", ")
+            ),
+            ConflictReason::NotEmpty { found } => write!(
+                f,
+                "{} is a directory now and holds {found}, which the changes reverted did not make",
+                self.path
             ),
         }
     }

@@ -38,6 +38,8 @@ pub const CRASH_POINTS: &[&str] = &[
     "ws-dir-synced",
     "ws-removed",
     "ws-removed-synced",
+    // A directory a scan saw made is removed (an undo), not yet synced.
+    "ws-rmdir",
     // Prune has decided which sessions to remove and removed none yet.
     "prune-listed",
     // A scan bracket's record is durable (`scan/`): the command may run.

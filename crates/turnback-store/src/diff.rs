@@ -94,7 +94,7 @@ impl Session {
         for e in oldest {
             let ws = Workspace::reopen(&e.workspace)?;
             let rel = e.rel_path();
-            let now = ws.current_state(&rel)?;
+            let now = ws.state_of(&rel)?;
             let d = self.compare(&ws, &rel, &e.before, Side::Blob, &now, Side::Workspace)?;
             if d.body != DiffBody::Same {
                 out.push(d);
@@ -122,7 +122,7 @@ impl Session {
             workspace: ws.root().to_owned(),
             via_link: None,
         })?;
-        let now = ws.current_state(&rel)?;
+        let now = ws.state_of(&rel)?;
         self.compare(&ws, &rel, &now, Side::Workspace, &file.target, Side::Blob)
     }
 
@@ -135,6 +135,13 @@ impl Session {
         new: &FileState,
         new_side: Side,
     ) -> Result<FileDiff> {
+        // A directory (a scan's) has no contents to compare: as a file, it
+        // is not there.
+        let as_file = |s: &FileState| match s.is_dir() {
+            true => FileState::absent(),
+            false => s.clone(),
+        };
+        let (old, new) = (&as_file(old), &as_file(new));
         let body = if old.same_contents(new) {
             DiffBody::Same
         } else if old.size > MAX_DIFF_BYTES || new.size > MAX_DIFF_BYTES {

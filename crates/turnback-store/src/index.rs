@@ -16,14 +16,17 @@ use crate::relpath::RelPath;
 
 /// The format version this build writes and the newest it reads. Format 1 had
 /// no turns, no revert history and no read marks; format 2 had no journal
-/// (`journal.jsonl`); format 3 no record of evicted entries (`evicted`). Each
-/// is read as a format 4 index without them, and the first change rewrites the
-/// snapshot as format 4, so that an older build that cannot see the journal
-/// (or the gap eviction left) refuses the session instead of misreading it.
-pub const FORMAT_VERSION: u64 = 4;
+/// (`journal.jsonl`); format 3 no record of evicted entries (`evicted`);
+/// format 4 no directory states ([`FileState::dir`]). Each is read as a
+/// format 5 index without them, and the first change rewrites the snapshot as
+/// format 5, so that an older build that cannot see the journal (or the gap
+/// eviction left, or a directory a scan recorded) refuses the session instead
+/// of misreading it.
+pub const FORMAT_VERSION: u64 = 5;
 
 /// A file's state on one side of a change: its contents (by hash), size and mode,
-/// or its absence.
+/// or its absence; or (format 5, only in entries a scan found) a directory and
+/// its mode.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct FileState {
     /// Whether the file existed.
@@ -44,6 +47,11 @@ pub struct FileState {
     /// setgid is kept only on a file that kept its group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gid: Option<u32>,
+    /// A directory (with `exists`, no `sha256`, size 0, its permission bits
+    /// as `mode` where known): what a scan records for a directory a command
+    /// made or removed, or a file it replaced by one or the reverse.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dir: bool,
 }
 
 impl FileState {
@@ -56,7 +64,27 @@ impl FileState {
             mode: None,
             uid: None,
             gid: None,
+            dir: false,
         }
+    }
+
+    /// The state of a directory with permission bits `mode` (`None`:
+    /// unknown, and a directory made again gets the default ones).
+    pub(crate) fn directory(mode: Option<u32>) -> Self {
+        FileState {
+            exists: true,
+            sha256: None,
+            size: 0,
+            mode,
+            uid: None,
+            gid: None,
+            dir: true,
+        }
+    }
+
+    /// True for a directory's state.
+    pub fn is_dir(&self) -> bool {
+        self.exists && self.dir
     }
 
     pub(crate) fn present(sha256: String, size: u64, mode: u32) -> Self {
@@ -67,6 +95,7 @@ impl FileState {
             mode: Some(mode),
             uid: None,
             gid: None,
+            dir: false,
         }
     }
 
@@ -87,7 +116,10 @@ impl FileState {
     /// True when both describe the same contents (or both absence), whatever
     /// their modes.
     pub fn same_contents(&self, other: &FileState) -> bool {
-        self.exists == other.exists && self.size == other.size && self.sha256 == other.sha256
+        self.exists == other.exists
+            && self.dir == other.dir
+            && self.size == other.size
+            && self.sha256 == other.sha256
     }
 
     /// True when both describe the same file: the same contents and the same

@@ -63,6 +63,12 @@ pub(crate) fn check_read(m: &ReadMark) -> std::result::Result<(), String> {
 }
 
 fn check_state(s: &FileState) -> std::result::Result<(), String> {
+    if s.dir {
+        return match (s.exists, &s.sha256, s.size) {
+            (true, None, 0) => Ok(()),
+            _ => Err("a directory with contents, or absent".into()),
+        };
+    }
     match (&s.exists, &s.sha256) {
         (true, Some(h)) if is_sha256_hex(h) => Ok(()),
         (true, Some(h)) => Err(format!("{h:?} is not a SHA-256")),

@@ -42,7 +42,10 @@ pub(crate) fn settle_revert(
         return;
     };
     let mut pending = false;
-    for f in &files {
+    // Last first: the revert went in order (what it took away before what
+    // it put back, where directories are made or removed), so going back
+    // the other way puts a directory back before what goes in it.
+    for f in files.iter().rev() {
         // The marker is not the index: its paths are checked here.
         let Some(rel) = RelPath::new(&f.path).filter(|_| is_temp_name(&f.temp)) else {
             continue;
@@ -71,10 +74,13 @@ pub(crate) fn settle_revert(
         let Some(found) = &f.overwritten else {
             continue;
         };
-        let Ok(now) = ws.current_state(&rel) else {
+        let Ok(now) = ws.state_of(&rel) else {
             continue;
         };
-        if now.same_state(&f.target) && !now.same_state(found) {
+        // Half way from a file to a directory or back, nothing is there.
+        let swapping = f.target.exists && found.exists && f.target.is_dir() != found.is_dir();
+        let at_target = now.same_state(&f.target) || swapping && !now.exists;
+        if at_target && !now.same_state(found) {
             // Best effort: a backup that cannot be read back leaves the file
             // at the revert's target, which is a version the session holds.
             let _ = write_state(store, dir, holder, &ws, &rel, found, f.temp.clone());

@@ -47,7 +47,9 @@ fn owners_for(target: &FileState, parent: &Parent) -> Vec<(u32, u32)> {
 
 /// Makes `rel` in `ws` hold `state`: its contents from the session's backup,
 /// verified against their hash before they replace anything (through the
-/// temporary `temp`), with its mode; or no file at all.
+/// temporary `temp`), with its mode; or no file at all; or a directory with
+/// its mode. A directory in the way goes only if it is empty (else `rel` is
+/// left as it is).
 pub(crate) fn write_state(
     store: &Store,
     dir: &SessionDir,
@@ -57,6 +59,24 @@ pub(crate) fn write_state(
     state: &FileState,
     temp: String,
 ) -> Result<()> {
+    if state.is_dir() {
+        let parent = ws
+            .parent_of(rel, true)?
+            .expect("parent_of creates what is missing");
+        if parent.dir_target()?.is_none() && parent.target_kind(ws.root())?.exists() {
+            parent.remove_target()?;
+        }
+        return parent.make_dir_target(ws.root(), state.mode);
+    }
+    // A directory in the file's place (a scan saw it made) goes if empty.
+    if let Some(parent) = ws.parent_of(rel, false)?
+        && parent.dir_target()?.is_some()
+    {
+        let claimed = store.try_lock_dir(&rel.under(ws.root()));
+        if claimed.is_none() || !parent.remove_dir_target()? {
+            return Ok(());
+        }
+    }
     if state.sha256.is_none() {
         if let Some(parent) = ws.parent_of(rel, false)?
             && parent.target_kind(ws.root())?.exists()

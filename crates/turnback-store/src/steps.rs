@@ -111,7 +111,7 @@ impl Session {
     /// compares with what the session left).
     pub fn current_state(&self, entry: &Entry) -> Result<FileState> {
         let ws = Workspace::reopen(&entry.workspace)?;
-        ws.current_state(&entry.rel_path())
+        ws.state_of(&entry.rel_path())
     }
 
     /// The file of `entry` as it is now in its workspace, and its contents
@@ -119,8 +119,8 @@ impl Session {
     pub fn current_contents(&self, entry: &Entry) -> Result<(FileState, Option<Vec<u8>>)> {
         let ws = Workspace::reopen(&entry.workspace)?;
         let rel = entry.rel_path();
-        let state = ws.current_state(&rel)?;
-        if !state.exists {
+        let state = ws.state_of(&rel)?;
+        if !state.exists || state.is_dir() {
             return Ok((state, Some(Vec::new())));
         }
         if state.size > MAX_DIFF_BYTES {

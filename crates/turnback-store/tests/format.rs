@@ -208,6 +208,49 @@ fn reads_format_4() {
 }
 
 #[test]
+fn reads_format_5() {
+    // A scan's step: a directory removed (with its mode), a file replaced by
+    // a directory, a file made in it; and an undo of a scan that made a
+    // directory, kept for redo.
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(example("v5/index.json"), dir.join("index.json")).unwrap();
+    let s = Store::new(home.path()).open_session("s").unwrap();
+    let entries = s.entries().unwrap();
+    let shape: Vec<_> = entries
+        .iter()
+        .map(|e| {
+            let after = e.after.as_ref().unwrap();
+            (
+                e.path.as_str(),
+                e.before.is_dir(),
+                after.is_dir(),
+                after.exists,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("old", true, false, false),
+            ("f", false, true, true),
+            ("f/x", false, false, true)
+        ]
+    );
+    assert_eq!(entries[0].before.mode, Some(0o700));
+    assert!(
+        entries
+            .iter()
+            .all(|e| e.scan.is_some() && e.group == Some(1))
+    );
+    let history = s.history().unwrap();
+    let undone = &history[0].files[0];
+    assert!(undone.overwritten.as_ref().unwrap().is_dir());
+    assert!(!undone.restored.exists);
+}
+
+#[test]
 fn the_first_change_to_a_format_3_session_rewrites_it_as_format_4() {
     // An older build reads format 3 and would not see a gap: the snapshot is
     // rewritten (with the change in it) before any journal line.
@@ -222,13 +265,41 @@ fn the_first_change_to_a_format_3_session_rewrites_it_as_format_4() {
     s.begin_turn("a third turn", None).unwrap();
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
-    assert_eq!(index["format"], 4);
+    // The current format (4 when this test was written; 5 since a scan
+    // records directories).
+    assert_eq!(index["format"], turnback_store::FORMAT_VERSION);
     let journal = std::fs::read(dir.join("journal.jsonl")).unwrap_or_default();
     assert!(journal.is_empty(), "a journal line before the rewrite");
     let again = Store::new(home.path()).open_session("s").unwrap();
     assert_eq!(again.entries().unwrap(), entries);
     assert_eq!(again.turn_bounds().unwrap().len(), 3);
     assert!(again.evicted().unwrap().is_none());
+}
+
+#[test]
+fn the_first_change_to_a_format_4_session_rewrites_it_as_format_5() {
+    // An older build reads format 4 and would take a directory a scan
+    // recorded for a damaged file state: the snapshot is rewritten (with the
+    // change in it) before any journal line, and it refuses it by number.
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/s");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["index.json", "journal.jsonl"] {
+        std::fs::copy(example(&format!("v4/{name}")), dir.join(name)).unwrap();
+    }
+    let s = Store::new(home.path()).open_session("s").unwrap();
+    let entries = s.entries().unwrap();
+    let gap = s.evicted().unwrap();
+    s.begin_turn("a third turn", None).unwrap();
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["format"], 5);
+    let journal = std::fs::read(dir.join("journal.jsonl")).unwrap_or_default();
+    assert!(journal.is_empty(), "a journal line before the rewrite");
+    let again = Store::new(home.path()).open_session("s").unwrap();
+    assert_eq!(again.entries().unwrap(), entries);
+    assert_eq!(again.evicted().unwrap(), gap);
+    assert_eq!(again.turn_bounds().unwrap().len(), 3);
 }
 
 #[test]

@@ -77,10 +77,9 @@ pub(super) fn apply<'p>(
         files: marked,
         written: false,
     };
-    let all: Vec<usize> = (0..plans.len()).collect();
-    for chunk in all.chunks(CHUNK) {
+    for chunk in chunks(plans) {
         let (restored, outcome) =
-            apply_chunk(session, plans, chunk, &temps, &slot, keep, &mut marker);
+            apply_chunk(session, plans, &chunk, &temps, &slot, keep, &mut marker);
         applied.restored.extend(restored);
         if outcome.is_err() {
             applied.outcome = outcome;
@@ -88,6 +87,25 @@ pub(super) fn apply<'p>(
         }
     }
     Ok(applied)
+}
+
+/// The plans in chunks of at most [`CHUNK`], in order. A chunk ends after a
+/// file that becomes a directory again: what goes inside it is prepared in
+/// the next one, once the directory is there.
+fn chunks(plans: &[FilePlan]) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut chunk = Vec::new();
+    for (i, p) in plans.iter().enumerate() {
+        chunk.push(i);
+        let file_to_dir = p.touches() && p.target.is_dir() && p.now.exists && !p.now.is_dir();
+        if chunk.len() == CHUNK || file_to_dir {
+            out.push(std::mem::take(&mut chunk));
+        }
+    }
+    if !chunk.is_empty() {
+        out.push(chunk);
+    }
+    out
 }
 
 /// The marker of a revert being applied, and whether it is on disk yet.
@@ -132,7 +150,10 @@ fn apply_chunk<'p>(
                 let parent = ws
                     .parent_of(&p.rel, true)?
                     .expect("parent_of creates what is missing");
-                parent.target_kind(ws.root())?;
+                // A directory there now goes first (`replace`).
+                if !p.now.is_dir() {
+                    parent.target_kind(ws.root())?;
+                }
                 Ok(parent)
             }) {
                 Ok(parent) => Some(parent),
@@ -181,7 +202,7 @@ fn apply_chunk<'p>(
     let mut restored = Vec::with_capacity(chunk.len());
     for ((&i, new), found) in chunk.iter().zip(news).zip(found) {
         let p = &plans[i];
-        if let Err(e) = replace(p, new).and_then(|()| remove_temps(p)) {
+        if let Err(e) = replace(session, p, new).and_then(|()| remove_temps(p)) {
             return (restored, Err(e));
         }
         restored.push((p, found));
@@ -213,16 +234,47 @@ fn prepare<'a>(
 }
 
 /// Puts the prepared contents in place, or deletes a file whose target is
-/// absence; a file already at its target is left alone.
-fn replace(p: &FilePlan, new: Option<NewContents>) -> Result<()> {
+/// absence, or makes a directory again; a file already at its target is left
+/// alone. A directory there now (one a scan saw made, emptied by the plans
+/// before this one) is removed first; one that is not empty stays, and a
+/// file cannot go back in its place.
+fn replace(session: &Session, p: &FilePlan, new: Option<NewContents>) -> Result<()> {
     if !p.touches() {
         return Ok(());
     }
+    let ws = Workspace::reopen(&p.root)?;
+    if p.now.is_dir()
+        && !p.target.is_dir()
+        && let Some(parent) = ws.parent_of(&p.rel, false)?
+    {
+        // Its lock, which no writer into it holds, while it goes.
+        let gone = match session.store().try_lock_dir(&p.file()) {
+            Some(_claimed) => parent.remove_dir_target()?,
+            None => false,
+        };
+        if !gone && p.target.exists {
+            return Err(Error::io("remove directory", p.file())(
+                std::io::Error::from(std::io::ErrorKind::DirectoryNotEmpty),
+            ));
+        }
+        if !gone {
+            return Ok(());
+        }
+    }
     match new {
         Some(new) => new.replace_target(),
+        None if p.target.is_dir() => {
+            let parent = ws
+                .parent_of(&p.rel, true)?
+                .expect("parent_of creates what is missing");
+            if parent.dir_target()?.is_none() && parent.target_kind(ws.root())?.exists() {
+                parent.remove_target()?;
+            }
+            parent.make_dir_target(ws.root(), p.target.mode)
+        }
         None => {
-            let ws = Workspace::reopen(&p.root)?;
             if let Some(parent) = ws.parent_of(&p.rel, false)?
+                && parent.dir_target()?.is_none()
                 && parent.target_kind(ws.root())?.exists()
             {
                 parent.remove_target()?;

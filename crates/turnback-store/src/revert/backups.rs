@@ -37,6 +37,8 @@ pub(super) fn check_backups(session: &Session, plans: &[FilePlan]) -> Result<()>
 /// already (the usual case for a redo) is not copied again.
 pub(super) fn keep_current(session: &Session, p: &FilePlan) -> Result<FileState> {
     match p.now.sha256.as_deref() {
+        // A directory is its mode; nothing to copy.
+        None if p.now.is_dir() => Ok(p.now.clone()),
         None => Ok(FileState::absent()),
         Some(hash) if session.blobs().exists(hash) => {
             // Only its owner is to be read, for a redo to give it back.

@@ -2,6 +2,7 @@
 //! session left it, already back, changed since (and by whom), or never
 //! committed; and the report a plan becomes.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
@@ -84,7 +85,7 @@ pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
 /// The files a redo puts back: each to what the revert found, expected to be
 /// as the revert left it.
 pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
-    record
+    let mut plans: Vec<FilePlan> = record
         .files
         .iter()
         .filter_map(|f| {
@@ -109,16 +110,47 @@ pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
                 shared_with: Vec::new(),
             })
         })
-        .collect()
+        .collect();
+    // Where a directory is made or removed the order matters: a redo goes
+    // the other way from its revert (a directory made before what goes in
+    // it, and emptied before it goes). Files alone keep the revert's order.
+    let dirs =
+        |p: &FilePlan| p.target.is_dir() || p.expected.as_ref().is_some_and(FileState::is_dir);
+    if plans.iter().any(dirs) {
+        plans.reverse();
+    }
+    plans
 }
 
 /// Compares each file as it is now (contents and mode) with its target and
 /// with what the session left: every file is checked before any is touched.
+/// A directory is a state too (a scan records the ones a command made or
+/// removed): a file under one this revert makes again, where a file is now,
+/// is absent, and a file goes back where a directory is only if the revert
+/// empties it.
 pub(super) fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> {
+    let made: Vec<PathBuf> = plans
+        .iter()
+        .filter(|p| p.target.is_dir())
+        .map(FilePlan::file)
+        .collect();
+    let taken: HashSet<PathBuf> = plans
+        .iter()
+        .filter(|p| !p.target.exists)
+        .map(FilePlan::file)
+        .collect();
     for p in plans.iter_mut() {
         session.check_scope(&p.root.path)?;
         let ws = Workspace::reopen(&p.root)?;
-        let now = ws.current_state(&p.rel)?;
+        let file = p.file();
+        let now = match ws.state_of(&p.rel) {
+            Ok(now) => now,
+            Err(Error::UnsafePath {
+                what: "not a directory",
+                ..
+            }) if made.iter().any(|d| file.starts_with(d) && file != *d) => FileState::absent(),
+            Err(e) => return Err(e),
+        };
         p.status = if now.same_state(&p.target) {
             FileStatus::AlreadyReverted
         } else {
@@ -135,9 +167,36 @@ pub(super) fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> 
                 }),
             }
         };
+        if now.is_dir()
+            && p.target.exists
+            && !p.target.is_dir()
+            && let Some(found) = left_in(&ws, &p.rel, &taken)?
+        {
+            p.status = FileStatus::Conflict(ConflictReason::NotEmpty { found });
+        }
         p.now = now;
     }
     Ok(())
+}
+
+/// Something in the directory `dir` that the revert does not take away
+/// (`taken`: the absolute paths it leaves absent), looking into the
+/// directories it does take; `None` when it leaves the directory empty.
+fn left_in(ws: &Workspace, dir: &RelPath, taken: &HashSet<PathBuf>) -> Result<Option<String>> {
+    for name in ws.dir_names(dir)? {
+        let Some(child) = dir.child(&name) else {
+            return Ok(Some(format!("{dir}/{name}")));
+        };
+        if !taken.contains(&child.under(ws.root())) {
+            return Ok(Some(child.to_string()));
+        }
+        if ws.dir_mode(&child)?.is_some()
+            && let Some(found) = left_in(ws, &child, taken)?
+        {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
 }
 
 /// The newest entry in any session of the store whose "after" is the file as it
@@ -182,7 +241,10 @@ pub(super) fn refuse_conflicts(
             })
         })
         .collect();
-    if conflicts.is_empty() || opts.force {
+    // Forced, a revert still never deletes what a directory holds that the
+    // changes it reverts did not make.
+    let forcible = |c: &Conflict| !matches!(c.reason, ConflictReason::NotEmpty { .. });
+    if conflicts.is_empty() || opts.force && conflicts.iter().all(forcible) {
         return Ok(());
     }
     Err(Error::Refused {
@@ -201,7 +263,9 @@ pub(super) fn report(session: &Session, plans: &[FilePlan], applied: bool) -> Re
                 workspace: p.root.path.clone(),
                 path: p.rel.to_string(),
                 seqs: p.seqs.clone(),
-                action: if p.target.exists {
+                action: if p.target.is_dir() {
+                    RevertAction::Directory
+                } else if p.target.exists {
                     RevertAction::Write {
                         size: p.target.size,
                     }

@@ -55,8 +55,12 @@ pub enum RevertAction {
         /// Size of the restored contents.
         size: u64,
     },
-    /// The file did not exist before: it is deleted.
+    /// The file did not exist before: it is deleted (a directory, when
+    /// empty).
     Delete,
+    /// A directory was there before (a scan recorded it): it is made again,
+    /// with its mode.
+    Directory,
 }
 
 /// A file's state now, compared with what the session left.

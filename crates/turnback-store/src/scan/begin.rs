@@ -154,7 +154,7 @@ impl Session {
             began: OffsetDateTime::now_utc(),
             clock,
             limit: opts.size_limit,
-            dirs: found.dirs,
+            dirs: found.dirs.into_iter().map(|(d, m)| (d, Some(m))).collect(),
             skipped,
         };
         Record::new(header, files).save(self.session_dir())?;

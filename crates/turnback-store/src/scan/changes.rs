@@ -1,6 +1,6 @@
-//! Comparing the workspace with a scan's record: which paths may have
-//! changed, by stat alone (a racy stat always counts), and the directories
-//! the command made. Contents are compared later, under the files' locks.
+//! Comparing the workspace with a scan's record: which files may have
+//! changed, by stat alone (a racy stat always counts); its directories are
+//! `dirs.rs`'s. Contents are compared later, under the files' locks.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
@@ -50,18 +50,4 @@ pub(crate) fn compare(record: &Record, skip: &HashSet<PathBuf>) -> Result<(Found
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok((now, out))
-}
-
-/// The directories on the way to `path` that the record did not see,
-/// outermost first: what a created file's undo removes again, if empty.
-pub(crate) fn new_dirs(record: &Record, path: &str) -> Vec<String> {
-    let parts: Vec<&str> = path.split('/').collect();
-    let mut out = Vec::new();
-    for i in 1..parts.len() {
-        let d = parts[..i].join("/");
-        if !out.is_empty() || !record.header.dirs.contains(&d) {
-            out.push(d);
-        }
-    }
-    out
 }

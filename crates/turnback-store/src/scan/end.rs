@@ -21,8 +21,10 @@ use crate::workspace::Workspace;
 
 use super::baseline;
 use super::changes::{self, Candidate};
+use super::dirs::{self, DirChanges};
 use super::git;
 use super::record::{self, Header, Record, Source};
+use super::walk::Stat;
 
 /// What a committed (or rolled back) scan found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +45,16 @@ pub struct ScanReport {
     pub rolled_back: bool,
 }
 
-/// One file a scan found changed, and its entry.
+/// One file (or directory) a scan found changed, and its entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanChange {
     /// The path relative to the workspace.
     pub path: String,
     /// What happened to it.
     pub kind: ScanChangeKind,
+    /// True for a directory: one the command made, or removed, or that now
+    /// stands where a file was ([`ScanChangeKind::Replaced`]).
+    pub directory: bool,
     /// Its entry (none after a rollback).
     pub seq: Option<u64>,
     /// Other sessions whose scans saw the same change (an undo refuses).
@@ -67,6 +72,9 @@ pub enum ScanChangeKind {
     Created,
     /// It no longer exists (a rename is a delete and a create).
     Deleted,
+    /// A file became a directory, or a directory a file
+    /// ([`ScanChange::directory`] says which it is now).
+    Replaced,
 }
 
 /// A change a scan found but does not record.
@@ -115,6 +123,27 @@ struct Found {
     shared_with: Vec<String>,
 }
 
+impl Found {
+    /// Where the change goes in its step, oldest first, so that an undo
+    /// (newest first) takes away what the command made, deepest first,
+    /// then makes again the directories it removed, outermost first, then
+    /// writes back the files: the files restored, then the directories
+    /// removed (deepest first), then what was made or replaced (outermost
+    /// first). A redo goes the other way.
+    fn order(&self) -> (u8, std::cmp::Reverse<String>, String) {
+        let path = self.draft.rel.to_string();
+        match self.kind {
+            ScanChangeKind::Deleted if self.draft.before.is_dir() => {
+                (1, std::cmp::Reverse(path), String::new())
+            }
+            ScanChangeKind::Created | ScanChangeKind::Replaced => {
+                (2, std::cmp::Reverse(String::new()), path)
+            }
+            _ => (0, std::cmp::Reverse(String::new()), path),
+        }
+    }
+}
+
 impl Session {
     /// Commits scan `id`: records each file the command changed as an entry
     /// of the scan's message, all as one step (one undo takes them back),
@@ -153,11 +182,18 @@ impl Session {
             skip.insert(home);
         }
         skip.extend(rec.header.skipped.iter().map(|s| ws.root().join(s)));
-        let (_, candidates) = changes::compare(&rec, &skip)?;
-        let files: BTreeSet<PathBuf> = candidates.iter().map(|c| ws.root().join(&c.path)).collect();
+        let (now, candidates) = changes::compare(&rec, &skip)?;
+        let dirs = dirs::compare(&rec, &now, ws.root());
+        let files: BTreeSet<PathBuf> = candidates
+            .iter()
+            .map(|c| c.path.as_str())
+            .chain(dirs.made.keys().map(String::as_str))
+            .chain(dirs.removed.keys().map(String::as_str))
+            .map(|p| ws.root().join(p))
+            .collect();
         let _locks = self.lock_files(&files)?;
         let mut unrecorded = Vec::new();
-        let found = self.resolve(&rec, &ws, candidates, &mut unrecorded)?;
+        let found = self.resolve(&rec, &ws, candidates, dirs, &mut unrecorded)?;
         crate::crash::point("scan-backed-up");
         let not_undoable: Vec<String> = unrecorded
             .iter()
@@ -226,6 +262,7 @@ impl Session {
         rec: &Record,
         ws: &Workspace,
         candidates: Vec<Candidate>,
+        mut dirs: DirChanges,
         unrecorded: &mut Vec<Unrecorded>,
     ) -> Result<Vec<Found>> {
         let h = &rec.header;
@@ -240,7 +277,12 @@ impl Session {
         let mut objects = git::copy_objects(ws.root(), self.blobs(), &wanted)?.into_iter();
         let mut stored = !wanted.is_empty();
         let base = baseline::blobs_of(self.store().home(), &h.workspace);
-        let paths: HashSet<&str> = candidates.iter().map(|c| c.path.as_str()).collect();
+        let paths: HashSet<&str> = candidates
+            .iter()
+            .map(|c| c.path.as_str())
+            .chain(dirs.made.keys().map(String::as_str))
+            .chain(dirs.removed.keys().map(String::as_str))
+            .collect();
         let root = &h.workspace;
         let others = self.store().entries_where(|e| {
             e.workspace.path == root.path
@@ -249,6 +291,10 @@ impl Session {
                 && e.scan.as_ref().is_none_or(|m| m.id != h.id)
         })?;
         let watching = self.other_open_scans(h)?;
+        let seen = Others {
+            others: &others,
+            watching: &watching,
+        };
         let mut out = Vec::new();
         for c in candidates {
             let path = c.path.clone();
@@ -256,7 +302,8 @@ impl Session {
                 continue;
             };
             let before = match c.before.as_ref().map(|b| &b.source) {
-                None => FileState::absent(),
+                // Absent, or a directory the command replaced by this file.
+                None => dirs.before(&path).unwrap_or_else(FileState::absent),
                 Some(Source::Link(_)) => {
                     if c.now.is_some_and(|s| s.is_link())
                         && link_target(ws, &path).as_deref()
@@ -319,64 +366,38 @@ impl Session {
                     continue;
                 }
                 // Gone, or a directory now (its files are candidates).
-                None => FileState::absent(),
+                None => dirs.after(&path).unwrap_or_else(FileState::absent),
                 Some(_) => ws.current_state(&rel)?,
             };
             if now.same_state(&before) {
                 continue;
             }
-            if let Some((session, _)) = others
-                .iter()
-                .filter(|(_, e)| e.path == path)
-                .find(|(_, e)| e.after.as_ref().is_some_and(|a| a.same_state(&now)))
-            {
-                unrecorded.push(Unrecorded::RecordedBy {
-                    path,
-                    session: session.clone(),
-                });
-                continue;
+            // This path's directory change, if any, is part of this one.
+            dirs.made.remove(&path);
+            dirs.removed.remove(&path);
+            if let Some(f) = attribute(self.id(), seen, rel, before, now, c.now, unrecorded) {
+                out.push(f);
             }
-            let mut shared_with: Vec<String> = others
-                .iter()
-                .filter(|(s, e)| e.path == path && s != self.id())
-                .map(|(s, _)| s.clone())
-                .collect();
-            shared_with.extend(
-                watching
-                    .iter()
-                    .filter(|(_, clock)| c.now.is_none_or(|s| s.racy(*clock)))
-                    .map(|(s, _)| s.clone()),
+        }
+        // The directories made or removed that no file change took in.
+        let made = std::mem::take(&mut dirs.made);
+        let removed = std::mem::take(&mut dirs.removed);
+        let changed = made
+            .into_iter()
+            .map(|(d, m)| (d, FileState::absent(), FileState::directory(Some(m))))
+            .chain(
+                removed
+                    .into_iter()
+                    .map(|(d, m)| (d, FileState::directory(m), FileState::absent())),
             );
-            shared_with.sort();
-            shared_with.dedup();
-            let kind = if !before.exists {
-                ScanChangeKind::Created
-            } else if !now.exists {
-                ScanChangeKind::Deleted
-            } else if now.same_contents(&before) {
-                ScanChangeKind::ModeChanged
-            } else {
-                ScanChangeKind::Modified
+        for (path, before, now) in changed {
+            let Some(rel) = RelPath::new(&path) else {
+                continue;
             };
-            let created_dirs = if before.exists {
-                Vec::new()
-            } else {
-                changes::new_dirs(rec, &path)
-                    .iter()
-                    .filter_map(|d| RelPath::new(d))
-                    .collect()
-            };
-            out.push(Found {
-                draft: Draft {
-                    rel,
-                    before,
-                    after: Some(now),
-                    created_dirs,
-                    in_flight: None,
-                },
-                kind,
-                shared_with,
-            });
+            // A directory has no stat here to say when it changed.
+            if let Some(f) = attribute(self.id(), seen, rel, before, now, None, unrecorded) {
+                out.push(f);
+            }
         }
         // Every "before" now named in the session's blobs is durable.
         if stored {
@@ -384,7 +405,7 @@ impl Session {
         }
         // What the command made is recorded last, so that an undo or a
         // rollback (newest first) deletes it before it restores the rest.
-        out.sort_by_key(|f| f.kind == ScanChangeKind::Created);
+        out.sort_by_cached_key(Found::order);
         Ok(out)
     }
 
@@ -409,6 +430,80 @@ impl Session {
     }
 }
 
+/// The change of `rel` from `before` to `now` as this scan's, or `None`
+/// (noted in `unrecorded`) when a session recorded it during the bracket;
+/// marked shared with the sessions whose scans were open meanwhile, unless
+/// its stat now (`stat`; `None`: gone, or not known) says it changed before
+/// they began.
+fn attribute(
+    me: &str,
+    seen: Others<'_>,
+    rel: RelPath,
+    before: FileState,
+    now: FileState,
+    stat: Option<Stat>,
+    unrecorded: &mut Vec<Unrecorded>,
+) -> Option<Found> {
+    let Others { others, watching } = seen;
+    let path = rel.to_string();
+    if let Some((session, _)) = others
+        .iter()
+        .filter(|(_, e)| e.path == path)
+        .find(|(_, e)| e.after.as_ref().is_some_and(|a| a.same_state(&now)))
+    {
+        unrecorded.push(Unrecorded::RecordedBy {
+            path,
+            session: session.clone(),
+        });
+        return None;
+    }
+    let mut shared_with: Vec<String> = others
+        .iter()
+        .filter(|(s, e)| e.path == path && s != me)
+        .map(|(s, _)| s.clone())
+        .collect();
+    shared_with.extend(
+        watching
+            .iter()
+            .filter(|(_, clock)| stat.is_none_or(|s| s.racy(*clock)))
+            .map(|(s, _)| s.clone()),
+    );
+    shared_with.sort();
+    shared_with.dedup();
+    let kind = if !before.exists {
+        ScanChangeKind::Created
+    } else if !now.exists {
+        ScanChangeKind::Deleted
+    } else if before.is_dir() != now.is_dir() {
+        ScanChangeKind::Replaced
+    } else if now.same_contents(&before) {
+        ScanChangeKind::ModeChanged
+    } else {
+        ScanChangeKind::Modified
+    };
+    Some(Found {
+        draft: Draft {
+            rel,
+            before,
+            after: Some(now),
+            // The directories it made are changes of their own.
+            created_dirs: Vec::new(),
+            in_flight: None,
+        },
+        kind,
+        shared_with,
+    })
+}
+
+/// What other sessions did while the bracket was open: their entries since
+/// it began (by session), and their scans open on the workspace with the
+/// clock each began at.
+#[derive(Clone, Copy)]
+struct Others<'a> {
+    others: &'a [(String, Entry)],
+    watching: &'a [(String, [i64; 2])],
+}
+
 fn link_target(ws: &Workspace, path: &str) -> Option<String> {
     let t = crate::sys::link_target_bytes(&ws.root().join(path)).ok()?;
     Some(String::from_utf8_lossy(&t).into_owned())
@@ -429,6 +524,8 @@ fn report(
                 ScanChangeKind::Created
             } else if !after.exists && how == End::Commit {
                 ScanChangeKind::Deleted
+            } else if after.exists && after.is_dir() != e.before.is_dir() {
+                ScanChangeKind::Replaced
             } else if after.same_contents(&e.before) && how == End::Commit {
                 ScanChangeKind::ModeChanged
             } else {
@@ -437,6 +534,7 @@ fn report(
             ScanChange {
                 path: e.path.clone(),
                 kind,
+                directory: after.is_dir() || (!after.exists && e.before.is_dir()),
                 seq: (how == End::Commit).then_some(e.seq),
                 shared_with: e
                     .scan

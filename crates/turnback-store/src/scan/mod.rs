@@ -7,11 +7,12 @@
 //! what git's index already holds (clean files need no copy), `baseline` the
 //! workspace's own backups shared by its sessions, `record` the bracket's
 //! durable record, `begin` taking it, `changes` comparing the workspace with
-//! it, and `end` committing or rolling back.
+//! it (`dirs` its directories), and `end` committing or rolling back.
 
 mod baseline;
 mod begin;
 mod changes;
+mod dirs;
 mod end;
 mod git;
 mod record;

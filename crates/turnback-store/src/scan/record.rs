@@ -5,7 +5,7 @@
 //! committed or rolled back in another, or after a crash; removed when the
 //! bracket ends.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
@@ -19,8 +19,9 @@ use crate::layout::SessionDir;
 
 use super::walk::Stat;
 
-/// The format of a scan record this build writes and reads.
-pub(crate) const FORMAT: u64 = 1;
+/// The format of a scan record this build writes (and the newest it reads).
+/// Format 1 listed the directories by name only (their modes unknown).
+pub(crate) const FORMAT: u64 = 2;
 
 /// Where a file's contents at the bracket's beginning are.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -64,12 +65,31 @@ pub(crate) struct Header {
     /// The file system's clock when the walk began (seconds, nanoseconds).
     pub(crate) clock: [i64; 2],
     pub(crate) limit: u64,
-    /// The directories in scope.
-    pub(crate) dirs: BTreeSet<String>,
+    /// The directories in scope, with their permission bits (`None` in a
+    /// format 1 record, which listed names only).
+    #[serde(deserialize_with = "dirs_of_either_format")]
+    pub(crate) dirs: BTreeMap<String, Option<u32>>,
     /// Directories left out of scope besides ignored ones (submodules):
     /// the commit leaves them out too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) skipped: Vec<String>,
+}
+
+/// The header's `dirs`: a map of path to mode (format 2) or a list of
+/// paths (format 1).
+fn dirs_of_either_format<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, Option<u32>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Dirs {
+        Modes(BTreeMap<String, Option<u32>>),
+        Names(BTreeSet<String>),
+    }
+    Ok(match Dirs::deserialize(d)? {
+        Dirs::Modes(m) => m,
+        Dirs::Names(n) => n.into_iter().map(|p| (p, None)).collect(),
+    })
 }
 
 /// A whole scan record.
@@ -121,11 +141,18 @@ pub(crate) fn load(dir: &SessionDir, id: &str, whole: bool) -> Result<Option<Rec
         .ok_or_else(|| corrupt(&path, "empty"))?
         .map_err(Error::io("read", &path))?;
     let header: Header = serde_json::from_str(&first).map_err(|e| corrupt(&path, e))?;
-    if header.format != FORMAT || header.id != id {
+    if !(1..=FORMAT).contains(&header.format) || header.id != id {
         return Err(corrupt(&path, "not a scan record of this format and id"));
     }
     if !header.workspace.path.is_absolute() {
         return Err(corrupt(&path, "a relative workspace"));
+    }
+    if let Some(d) = header
+        .dirs
+        .keys()
+        .find(|d| !crate::relpath::is_relative_path(d))
+    {
+        return Err(corrupt(&path, format!("an unsafe directory {d:?}")));
     }
     let mut files = Vec::new();
     if whole {

@@ -67,6 +67,8 @@ fn every_change_kind(in_git: bool) {
             ("from".into(), Deleted),
             ("gone".into(), Deleted),
             ("mode".into(), ModeChanged),
+            ("new".into(), Created),
+            ("new/dir".into(), Created),
             ("new/dir/file".into(), Created),
             ("to".into(), Created),
         ]
@@ -125,7 +127,7 @@ fn a_rollback_puts_everything_back_and_records_nothing() {
     std::fs::write(d.join("n/b"), "b\n").unwrap();
     let r = s.rollback_scan(&id).unwrap();
     assert!(r.rolled_back);
-    assert_eq!(r.changes.len(), 2);
+    assert_eq!(r.changes.len(), 3, "a, n and n/b");
     assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a\n");
     assert!(!d.join("n").exists());
     assert!(s.entries().unwrap().is_empty());
@@ -150,34 +152,118 @@ fn a_later_edit_refuses_the_undo() {
     assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "later\n");
 }
 
-#[test]
-fn a_directory_replaced_by_a_file_is_recorded_and_its_undo_refused_untouched() {
+/// Every name under `d` (not `.git`) with what it is: a directory and its
+/// mode, or a file, its mode and its contents.
+fn tree(d: &Path) -> Vec<(String, String)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut todo = vec![d.to_owned()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(d).unwrap().to_string_lossy().into_owned();
+            if rel == ".git" {
+                continue;
+            }
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            let mode = md.permissions().mode() & 0o7777;
+            if md.is_dir() {
+                out.push((rel, format!("dir {mode:o}")));
+                todo.push(p);
+            } else {
+                let text = std::fs::read_to_string(&p).unwrap();
+                out.push((rel, format!("file {mode:o} {text:?}")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+}
+
+/// A file replaced by a directory tree and a directory tree by a file, an
+/// empty directory made and one removed (with an unusual mode): all found,
+/// and undo, redo and undo again give each tree back exactly.
+fn swaps_and_empty_dirs(in_git: bool) {
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir(d.join("g")).unwrap();
+    std::fs::write(d.join("f"), "file\n").unwrap();
+    chmod(&d.join("f"), 0o640);
+    std::fs::create_dir_all(d.join("g/h")).unwrap();
     std::fs::write(d.join("g/inner"), "inner\n").unwrap();
+    std::fs::write(d.join("g/h/deep"), "deep\n").unwrap();
+    chmod(&d.join("g"), 0o750);
+    std::fs::create_dir(d.join("empty")).unwrap();
+    chmod(&d.join("empty"), 0o700);
+    if in_git {
+        git(d, &["init", "-q"]);
+        git(d, &["add", "."]);
+        git(d, &["commit", "-qm", "i"]);
+    }
+    let start = tree(d);
     let store = Store::new(home.path());
     let s = store.session("s").unwrap();
     let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
+    std::fs::remove_file(d.join("f")).unwrap();
+    std::fs::create_dir_all(d.join("f/sub")).unwrap();
+    std::fs::write(d.join("f/x"), "x\n").unwrap();
+    std::fs::write(d.join("f/sub/y"), "y\n").unwrap();
     std::fs::remove_dir_all(d.join("g")).unwrap();
     std::fs::write(d.join("g"), "now a file\n").unwrap();
+    std::fs::remove_dir(d.join("empty")).unwrap();
+    std::fs::create_dir(d.join("made")).unwrap();
+    let after = tree(d);
     let r = s.commit_scan(&id).unwrap();
     use ScanChangeKind::*;
     assert_eq!(
         kinds(&r),
-        [("g".into(), Created), ("g/inner".into(), Deleted)]
+        [
+            ("empty".into(), Deleted),
+            ("f".into(), Replaced),
+            ("f/sub".into(), Created),
+            ("f/sub/y".into(), Created),
+            ("f/x".into(), Created),
+            ("g".into(), Replaced),
+            ("g/h".into(), Deleted),
+            ("g/h/deep".into(), Deleted),
+            ("g/inner".into(), Deleted),
+            ("made".into(), Created),
+        ]
     );
-    assert!(s.undo(RevertOptions::default()).is_err());
-    assert_eq!(
-        std::fs::read_to_string(d.join("g")).unwrap(),
-        "now a file\n"
-    );
+    let dirs: Vec<&str> = r
+        .changes
+        .iter()
+        .filter(|c| c.directory)
+        .map(|c| c.path.as_str())
+        .collect();
+    assert_eq!(dirs, ["empty", "f", "f/sub", "g/h", "made"]);
+    s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), start, "the undo gives the tree back");
+    s.redo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), after, "the redo gives the command's tree back");
+    s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), start, "and the undo again");
 }
 
 #[test]
-fn a_file_replaced_by_a_directory_is_recorded_and_its_undo_refused_untouched() {
+fn swaps_and_empty_directories_undo_and_redo_outside_git() {
+    swaps_and_empty_dirs(false);
+}
+
+#[test]
+fn swaps_and_empty_directories_undo_and_redo_in_git() {
+    if has_git() {
+        swaps_and_empty_dirs(true);
+    }
+}
+
+#[test]
+fn a_file_does_not_go_back_over_a_directory_holding_what_the_command_did_not_make() {
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -187,16 +273,116 @@ fn a_file_replaced_by_a_directory_is_recorded_and_its_undo_refused_untouched() {
     let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
     std::fs::remove_file(d.join("f")).unwrap();
-    std::fs::create_dir(d.join("f")).unwrap();
-    std::fs::write(d.join("f/x"), "x\n").unwrap();
+    std::fs::create_dir_all(d.join("f/sub")).unwrap();
+    std::fs::write(d.join("f/sub/x"), "x\n").unwrap();
+    s.commit_scan(&id).unwrap();
+    // Someone's file, deep in the directory the command made.
+    std::fs::write(d.join("f/sub/later"), "later\n").unwrap();
+    let before = tree(d);
+    for force in [false, true] {
+        let opts = RevertOptions {
+            force,
+            ..RevertOptions::default()
+        };
+        match s.undo(opts) {
+            Err(crate::Error::Refused { conflicts, .. }) => {
+                assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+                assert_eq!(conflicts[0].path, "f");
+                assert_eq!(
+                    conflicts[0].reason,
+                    crate::ConflictReason::NotEmpty {
+                        found: "f/sub/later".into()
+                    }
+                );
+            }
+            other => panic!("force {force}: expected a refusal, got {other:?}"),
+        }
+        assert_eq!(tree(d), before, "force {force}: nothing touched");
+    }
+    assert_eq!(s.entries().unwrap().len(), 3);
+    // Gone again, the undo goes through.
+    std::fs::remove_file(d.join("f/sub/later")).unwrap();
+    s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), "file\n");
+}
+
+#[test]
+fn a_made_directory_holding_an_ignored_file_stays_and_the_undo_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(d.join("a"), "a\n").unwrap();
+    let store = Store::new(home.path());
+    let s = store.session("s").unwrap();
+    let ws = Workspace::open(d).unwrap();
+    let id = s.begin_scan(&ws, "m", None).unwrap();
+    std::fs::create_dir(d.join("logs")).unwrap();
+    std::fs::write(d.join("logs/run.log"), "log\n").unwrap();
+    std::fs::write(d.join("a"), "b\n").unwrap();
     let r = s.commit_scan(&id).unwrap();
     use ScanChangeKind::*;
-    assert_eq!(kinds(&r), [("f".into(), Deleted), ("f/x".into(), Created)]);
-    // The revert machinery restores files, not directories: the undo stops
-    // before touching anything, and the backup stays for the person.
-    assert!(s.undo(RevertOptions::default()).is_err());
-    assert_eq!(std::fs::read_to_string(d.join("f/x")).unwrap(), "x\n");
-    assert_eq!(s.entries().unwrap().len(), 2);
+    assert_eq!(
+        kinds(&r),
+        [("a".into(), Modified), ("logs".into(), Created)]
+    );
+    s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a\n");
+    assert_eq!(
+        std::fs::read_to_string(d.join("logs/run.log")).unwrap(),
+        "log\n",
+        "an ignored file is never deleted, nor its directory"
+    );
+}
+
+#[test]
+fn a_rollback_of_swaps_puts_the_tree_back_and_records_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("f"), "file\n").unwrap();
+    std::fs::create_dir(d.join("g")).unwrap();
+    std::fs::write(d.join("g/inner"), "inner\n").unwrap();
+    chmod(&d.join("g"), 0o711);
+    let start = tree(d);
+    let store = Store::new(home.path());
+    let s = store.session("s").unwrap();
+    let ws = Workspace::open(d).unwrap();
+    let id = s.begin_scan(&ws, "m", None).unwrap();
+    std::fs::remove_file(d.join("f")).unwrap();
+    std::fs::create_dir(d.join("f")).unwrap();
+    std::fs::write(d.join("f/x"), "x\n").unwrap();
+    std::fs::remove_dir_all(d.join("g")).unwrap();
+    std::fs::write(d.join("g"), "g\n").unwrap();
+    s.rollback_scan(&id).unwrap();
+    assert_eq!(tree(d), start);
+    assert!(s.entries().unwrap().is_empty());
+}
+
+#[test]
+fn a_scan_record_of_format_1_still_commits() {
+    // Its directories are names only: one the command removed comes back
+    // with the default mode.
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("e")).unwrap();
+    let store = Store::new(home.path());
+    let s = store.session("s").unwrap();
+    let ws = Workspace::open(d).unwrap();
+    let id = s.begin_scan(&ws, "m", None).unwrap();
+    let path = s.session_dir().scan_paths(&id).0;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(head).unwrap();
+    header["format"] = 1.into();
+    header["dirs"] = serde_json::json!(["e"]);
+    std::fs::write(&path, format!("{header}\n{rest}")).unwrap();
+    std::fs::remove_dir(d.join("e")).unwrap();
+    let r = s.commit_scan(&id).unwrap();
+    assert_eq!(kinds(&r), [("e".into(), ScanChangeKind::Deleted)]);
+    s.undo(RevertOptions::default()).unwrap();
+    assert!(d.join("e").is_dir());
 }
 
 #[test]

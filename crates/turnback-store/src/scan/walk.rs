@@ -5,7 +5,7 @@
 //! `lstat`s them; it never opens a file (contents are read through the
 //! workspace capability, `workspace/`) and never follows a link.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -64,11 +64,11 @@ impl Stat {
 }
 
 /// The workspace as a scan found it: each file and symbolic link (by its
-/// `/`-separated path) and each directory.
+/// `/`-separated path) and each directory, with its permission bits.
 #[derive(Default, Debug)]
 pub(crate) struct Found {
     pub(crate) files: BTreeMap<String, Stat>,
-    pub(crate) dirs: BTreeSet<String>,
+    pub(crate) dirs: BTreeMap<String, u32>,
 }
 
 /// Lists `root`, skipping `skip` (the store home, submodules: absolute
@@ -125,7 +125,7 @@ pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Res
             continue;
         };
         if md.is_dir() {
-            found.dirs.insert(rel);
+            found.dirs.insert(rel, Stat::of(&md).perms());
         } else {
             let st = Stat::of(&md);
             if st.is_file() || st.is_link() {
@@ -185,6 +185,6 @@ mod tests {
         let found = walk(root, &HashSet::new(), &["kept.log".into()]).unwrap();
         let files: Vec<&str> = found.files.keys().map(String::as_str).collect();
         assert_eq!(files, [".gitignore", ".ignore", "kept.log", "src/a.rs"]);
-        assert_eq!(found.dirs.iter().collect::<Vec<_>>(), ["src"]);
+        assert_eq!(found.dirs.keys().collect::<Vec<_>>(), ["src"]);
     }
 }

@@ -285,6 +285,25 @@ pub(crate) fn set_file_mode(file: &File, mode: u32) -> io::Result<()> {
     file.set_permissions(std::fs::Permissions::from_mode(mode))
 }
 
+/// The permission bits in a workspace entry's metadata (a directory's).
+pub(crate) fn mode_bits(md: &Metadata) -> u32 {
+    md.mode() & 0o7777
+}
+
+/// Sets the permission bits of the directory `name` of `dir`, never through
+/// a symbolic link (it is opened with `O_NOFOLLOW | O_DIRECTORY`, then
+/// `fchmod`ed).
+pub(crate) fn set_dir_mode(dir: &Dir, name: &str, mode: u32) -> io::Result<()> {
+    let fd = rustix::fs::openat(
+        dir.as_fd(),
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode as rustix::fs::RawMode))?;
+    Ok(())
+}
+
 /// The owner (user id, group id) of an open file.
 pub(crate) fn file_owner(file: &File) -> io::Result<(u32, u32)> {
     use std::os::unix::fs::MetadataExt;

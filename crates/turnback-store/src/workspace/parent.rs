@@ -125,6 +125,58 @@ impl Parent {
             .map_err(|e| Failed::visible(Error::io("sync directory of", &to.display)(e)))
     }
 
+    /// The permission bits of the directory at the name, if a directory is
+    /// there (a symbolic link is not followed: it is no directory).
+    pub(crate) fn dir_target(&self) -> Result<Option<u32>> {
+        match self.dir.symlink_metadata(&self.name) {
+            Ok(md) if md.is_dir() => Ok(Some(sys::mode_bits(&md))),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("inspect", &self.display)(e)),
+        }
+    }
+
+    /// Removes the directory at the name if it is empty, durably; `false`
+    /// when it is not empty (it stays). Nothing there is fine.
+    pub(crate) fn remove_dir_target(&self) -> Result<bool> {
+        match self.dir.remove_dir(&self.name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => return Ok(false),
+            Err(e) => return Err(Error::io("remove directory", &self.display)(e)),
+        }
+        crate::crash::point("ws-rmdir");
+        sys::fsync_dir(&self.dir).map_err(Error::io("sync directory of", &self.display))?;
+        Ok(true)
+    }
+
+    /// Makes the directory at the name (keeping one that is there), durably,
+    /// with permission bits `mode` where given; anything else at the name
+    /// (a file, a link) is an error.
+    pub(crate) fn make_dir_target(&self, root: &Path, mode: Option<u32>) -> Result<()> {
+        match self.dir.create_dir(&self.name) {
+            Ok(()) => {
+                crate::crash::point("ws-mkdir");
+                sys::fsync_dir(&self.dir).map_err(Error::io("sync directory of", &self.display))?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io("create directory", &self.display)(e)),
+        }
+        if self.dir_target()?.is_none() {
+            return Err(Error::UnsafePath {
+                path: self.rel.to_string(),
+                workspace: root.to_owned(),
+                component: self.rel.to_string(),
+                what: "not a directory",
+            });
+        }
+        if let Some(mode) = mode {
+            sys::set_dir_mode(&self.dir, &self.name, mode)
+                .map_err(Error::io("set the mode of", &self.display))?;
+        }
+        Ok(())
+    }
+
     /// Deletes a temporary this store made in this directory, if it is there.
     pub(crate) fn remove_temp(&self, temp: &str) {
         if self.dir.remove_file(temp).is_ok() {

@@ -311,6 +311,41 @@ impl Workspace {
         }
     }
 
+    /// [`Workspace::current_state`], where a directory is a state too (its
+    /// mode; never through a link): what a revert of a scan's entries, which
+    /// may make or remove directories, compares.
+    pub(crate) fn state_of(&self, rel: &RelPath) -> Result<FileState> {
+        match self.dir_mode(rel)? {
+            Some(mode) => Ok(FileState::directory(Some(mode))),
+            None => self.current_state(rel),
+        }
+    }
+
+    /// The permission bits of the directory `rel`, if one is there (reached
+    /// without following links).
+    pub(crate) fn dir_mode(&self, rel: &RelPath) -> Result<Option<u32>> {
+        match self.parent_of(rel, false)? {
+            Some(parent) => parent.dir_target(),
+            None => Ok(None),
+        }
+    }
+
+    /// The names in the directory `rel`, reached without following links
+    /// (none when it is not there); a name that is not UTF-8 comes lossily.
+    pub(crate) fn dir_names(&self, rel: &RelPath) -> Result<Vec<String>> {
+        let inside = rel.child("x").expect("a plain name");
+        let Some(parent) = self.parent_of(&inside, false)? else {
+            return Ok(Vec::new());
+        };
+        let display = rel.under(&self.root);
+        let mut names = Vec::new();
+        for e in parent.dir.entries().map_err(Error::io("list", &display))? {
+            let e = e.map_err(Error::io("list", &display))?;
+            names.push(e.file_name().to_string_lossy().into_owned());
+        }
+        Ok(names)
+    }
+
     /// The directories on the way to `rel` that do not exist yet, outermost
     /// first: what a write of `rel` would create.
     pub(crate) fn missing_dirs(&self, rel: &RelPath) -> Vec<RelPath> {
