@@ -1055,7 +1055,22 @@ impl Model {
         let mut seqs = vec![seq];
         seqs.extend(later.iter().map(|e| e.seq));
         if how == How::Dry {
-            return self.revert(&seqs, How::Dry, None, None);
+            // The preview decides as the rollback does: a change recorded
+            // since is the conflict, named; else the file holds the
+            // caller's own half-made write, safe to overwrite.
+            let mut expect = self.revert(&seqs, How::Dry, None, None);
+            if let Expect::Report { files, .. } = &mut expect {
+                for f in files
+                    .iter_mut()
+                    .filter(|f| f.status != Status::AlreadyReverted)
+                {
+                    f.status = match &by {
+                        Some(by) => Status::ChangedSince(Some(by.clone())),
+                        None => Status::Safe,
+                    };
+                }
+            }
+            return expect;
         }
         if let (Some(by), false) = (&by, how == How::Force) {
             return Expect::Fail(Failure::Refused(vec![ExpConflict {
