@@ -1127,15 +1127,23 @@ impl Model {
     /// The crash point `pick` resolves to for a write of `data` to `path`,
     /// and what a crash there leaves.
     pub fn crash(&self, path: &str, data: &str, pick: u8) -> (&'static str, Crashed) {
-        let points = self.crash_points(path);
-        let (point, crashed) = points[pick as usize % points.len()];
         // New contents the file already has: recovery finds the file at
         // "after" as much as at "before", and keeps the entry
-        // (`settle_in_flight` asks "after" first).
+        // (`settle_in_flight` asks "after" first) if its backup is there,
+        // else drops it (recovery.rs). At the entry's journal line the backup
+        // thread's rename races the crash, so the outcome there is chance,
+        // not the model's: those points are left out for such a write (the
+        // backup is durable before the temporary is linked).
         let unchanged = self
             .files
             .get(path)
             .is_some_and(|(bytes, _)| bytes == data.as_bytes());
+        let points: Vec<_> = self
+            .crash_points(path)
+            .into_iter()
+            .filter(|(p, _)| !(unchanged && p.starts_with("journal-")))
+            .collect();
+        let (point, crashed) = points[pick as usize % points.len()];
         match crashed {
             Crashed::SeqUsed if unchanged => (point, Crashed::Written),
             other => (point, other),
