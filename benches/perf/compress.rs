@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use turnback_store::Options;
+use turnback_store::{SettingSource, Settings};
 
 use super::*;
 
@@ -45,10 +45,11 @@ pub(crate) fn compact_blobs(b: &mut Bench) {
         let home = dir.join(format!("home-{name}"));
         let wsdir = dir.join(format!("ws-{name}"));
         fs::create_dir_all(&wsdir).unwrap();
-        let store = Store::new(&home).with_options(Options {
-            compress_backups: compress,
-            ..Options::default()
-        });
+        let mut settings = Settings::default();
+        settings
+            .compress_backups
+            .set(compress, SettingSource::Flag("the bench"));
+        let store = Store::new(&home).with_settings(settings);
         homes.push((home, wsdir, store));
     }
     let workspaces: Vec<Workspace> = homes

@@ -26,11 +26,6 @@ pub struct Options {
     /// How long an operation waits for a session's lock before it fails with
     /// [`Error::SessionBusy`].
     pub session_lock_timeout: Duration,
-    /// Whether a session's backups of files are compressed (zstd) where that
-    /// makes them smaller (`docs/FORMAT.md`, "Blob encoding"). On by
-    /// default; the benchmark turns it off to measure what it costs. A
-    /// store reads compressed and raw backups either way.
-    pub compress_backups: bool,
 }
 
 impl Default for Options {
@@ -38,7 +33,6 @@ impl Default for Options {
         Options {
             file_lock_timeout: Duration::from_secs(10),
             session_lock_timeout: Duration::from_secs(30),
-            compress_backups: true,
         }
     }
 }
