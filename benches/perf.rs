@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench --bench perf               # the full run (docs/PERFORMANCE.md)
 //! cargo bench --bench perf -- --quick    # a smoke pass of a few seconds (CI)
-//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 10)
+//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 11)
 //! ```
 //!
 //! Sections (the rows of the table, in order):
@@ -24,7 +24,10 @@
 //! 9. a change at the entry cap (evicting) against one at 10 entries, and the
 //!    store after a year of daily sessions under retention (`perf/caps.rs`);
 //! 10. the scan bracket around a command against a shadow-git snapshot
-//!     (`perf/scan.rs`).
+//!     (`perf/scan.rs`);
+//! 11. compact blobs: this repository's history replayed with backups
+//!     compressed and not (bytes on disk, write time), and zstd against lz4
+//!     on the same backups (`perf/compress.rs`).
 //!
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
@@ -62,6 +65,10 @@ const TB: &str = env!("CARGO_BIN_EXE_turnback");
 #[path = "perf/scan.rs"]
 mod perf_scan;
 
+// Section 11, in a file of its own.
+#[path = "perf/compress.rs"]
+mod compress;
+
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 
@@ -87,7 +94,7 @@ fn main() {
         notes: Vec::new(),
     };
     let started = Instant::now();
-    let sections: [Section; 10] = [
+    let sections: [Section; 11] = [
         (1, "write-through", write_through),
         (2, "growth with session size", growth),
         (3, "reverts", reverts),
@@ -98,6 +105,7 @@ fn main() {
         (8, "blame", blame),
         (9, "caps and a year of retention", caps::caps),
         (10, "scan bracket", perf_scan::scan_bracket),
+        (11, "compact blobs", compress::compact_blobs),
     ];
     for (n, name, run) in sections {
         if only.as_ref().is_some_and(|o| !o.contains(&n)) {

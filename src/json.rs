@@ -201,6 +201,7 @@ pub fn settings(s: &Settings) -> Value {
         json!(s.keep_days.value),
         json!(s.max_entries.value),
         json!(s.max_bytes.value),
+        json!(s.compress_backups.value),
     ];
     let list: Vec<Value> = SETTING_KEYS
         .iter()

@@ -381,7 +381,7 @@ pub fn settings(out: &Out, s: &Settings) -> String {
     let mut text = format!("config file: {file}\n");
     for (key, value, env) in setting_rows(s) {
         text.push_str(&format!(
-            "{key:<14} {value:<12} {}  (env {env})\n",
+            "{key:<16} {value:<12} {}  (env {env})\n",
             out.paint(Role::Dim, &escape(&s.source_of(key).to_string()))
         ));
     }
@@ -401,6 +401,7 @@ fn setting_rows(s: &Settings) -> Vec<(&'static str, String, &'static str)> {
         s.keep_days.value.to_string(),
         s.max_entries.value.to_string(),
         size(s.max_bytes.value),
+        s.compress_backups.value.to_string(),
     ];
     SETTING_KEYS
         .iter()

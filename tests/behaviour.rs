@@ -667,7 +667,17 @@ fn store_sessions_lists_ids_counts_and_workspaces() {
     std::fs::create_dir_all(store.home().join("sessions/s-empty")).unwrap();
     let one = store.session("s-one").unwrap();
     let two = store.session("s-two").unwrap();
-    std::fs::write(env.path("big"), vec![7u8; 4096]).unwrap();
+    // Noise: its backup takes its 4 KiB on disk, compressed or not.
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let noise: Vec<u8> = (0..4096)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(env.path("big"), noise).unwrap();
     one.write(&ws, "big", &b"small"[..], "m1").unwrap();
     one.write(&ws2, "x", &b"x"[..], "m2").unwrap();
     two.write(&ws, "y", &b"y"[..], "m1").unwrap();

@@ -552,6 +552,55 @@ fn a_corrupted_backup_stops_the_undo_and_touches_nothing() {
     assert_eq!(read_text(env.path("b.txt")), "b two\n");
 }
 
+/// A compressed backup (format 5) that no longer decodes, cut short or with
+/// bytes changed, is `BlobCorrupt` naming it, like a raw one: moved aside,
+/// the workspace and the index untouched; a diff refuses it too.
+#[test]
+fn a_damaged_compressed_backup_is_corrupt_and_touches_nothing() {
+    let old: String = (0..400)
+        .map(|i| format!("line {i} of a source file, which compresses well\n"))
+        .collect();
+    for (case, damage) in [
+        (
+            "cut",
+            &(|b: &mut Vec<u8>| b.truncate(b.len() - 8)) as &dyn Fn(&mut Vec<u8>),
+        ),
+        ("flipped", &|b: &mut Vec<u8>| {
+            let at = b.len() / 2;
+            b[at] ^= 0x55;
+        }),
+    ] {
+        let (env, s, ws) = Env::with_session(&format!("blob-packed-{case}"));
+        fs::write(env.path("big.txt"), &old).unwrap();
+        s.write(&ws, "big.txt", &b"new\n"[..], "m1").unwrap();
+        let (hash, blob) = blob_of(&s, 0);
+        let good = read(&blob);
+        assert!(
+            good.starts_with(b"\x5b\x2a\x4d\x18") && good.len() < old.len() / 4,
+            "{case}: the backup is not compressed ({} bytes)",
+            good.len()
+        );
+        let mut bad = good.clone();
+        damage(&mut bad);
+        fs::write(&blob, &bad).unwrap();
+        match s.diff(None) {
+            Err(Error::BlobCorrupt { hash: h, .. }) if case == "cut" => assert_eq!(h, hash),
+            Err(Error::BlobCorrupt { .. }) | Ok(_) if case == "flipped" => {}
+            other => panic!("{case}: diff of a damaged backup: {other:?}"),
+        }
+        if blob.exists() {
+            first_attempt_moves_the_damaged_backup_aside(&env, &s, &blob, || s.undo(plain()));
+        }
+        let reverts = reverts_of_newest(&s, &ws, "big.txt", "m1");
+        each_fails_untouched(&env, &s, reverts, expect_blob_corrupt(&s, "big.txt", &hash));
+        assert_eq!(read_text(env.path("big.txt")), "new\n", "{case}");
+        // Control: with the backup repaired the undo goes through.
+        fs::write(&blob, &good).unwrap();
+        s.undo(plain()).unwrap();
+        assert_eq!(read_text(env.path("big.txt")), old, "{case}");
+    }
+}
+
 #[test]
 fn a_corrupted_backup_in_a_subdirectory_leaves_no_temporary_there() {
     let (env, s, ws) = Env::with_session("blob-corrupt-sub");

@@ -118,7 +118,12 @@ fn a_sparse_file_is_backed_up_and_restored_with_its_holes() {
         .dir()
         .join("blobs")
         .join(e.before.sha256.as_deref().unwrap());
-    assert!(util::read(&blob) == original, "the backup's bytes differ");
+    // Compressed (its zeros take next to nothing); raw, it would keep the holes.
+    let bytes = util::read(&blob);
+    assert!(
+        bytes == original || bytes.starts_with(b"\x5b\x2a\x4d\x18\x10\0\0\0turnback"),
+        "the backup is neither the file's bytes nor compressed"
+    );
     assert!(
         allocated(&blob) < FAR_BELOW,
         "the backup of a 32 MiB file with 8 KiB of data takes {} bytes",

@@ -97,6 +97,11 @@ fn config_shows_each_setting_and_where_it_came_from() {
             (Some(value), &"default".into())
         );
     }
+    let s = setting(&v, "compress_backups");
+    assert_eq!(
+        (s["value"].as_bool(), &s["source"]),
+        (Some(true), &"default".into())
+    );
     write_config(&env, "# retention\nkeep_days = 7\n\nmax_bytes = \"500M\"\n");
     let mut c = env.cmd(None);
     c.args(["--json", "config"])
@@ -141,6 +146,43 @@ fn config_shows_each_setting_and_where_it_came_from() {
         "{text}"
     );
     assert!(line("keep_sessions").contains("default"), "{text}");
+}
+
+/// `compress_backups = false` (here from the environment) keeps new backups
+/// raw; the default compresses them; either session undoes the same.
+#[test]
+fn compress_backups_off_keeps_new_backups_raw() {
+    let env = Env::new();
+    let text: String = (0..300)
+        .map(|i| format!("line {i} of a file that compresses\n"))
+        .collect();
+    for (id, off) in [("raw", true), ("packed", false)] {
+        std::fs::write(env.path("f"), &text).unwrap();
+        let mut c = env.cmd(Some(id));
+        c.args(["write", "f"]);
+        if off {
+            c.env("TURNBACK_COMPRESS_BACKUPS", "off");
+        }
+        let out = run_with_input(c, b"new\n");
+        assert!(out.status.success(), "{}", stderr(&out));
+        let names = blob_names(&env, id);
+        assert_eq!(names.len(), 1, "{names:?}");
+        let blob = session_dir(&env, id)
+            .join("blobs")
+            .join(names.first().unwrap());
+        let bytes = std::fs::read(blob).unwrap();
+        assert_eq!(bytes == text.as_bytes(), off, "{id}: {} bytes", bytes.len());
+        let out = tb(&env, Some(id), &["undo"], b"");
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(env.path("f")).unwrap(), text);
+    }
+    let bad = {
+        let mut c = env.cmd(Some("raw"));
+        c.args(["--json", "config"])
+            .env("TURNBACK_COMPRESS_BACKUPS", "perhaps");
+        run_with_input(c, b"")
+    };
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::render::Report;
 /// Show the settings in force (retention, caps) and where each came from
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Settings come from ~/.config/turnback/config.toml (or $XDG_CONFIG_HOME/turnback/config.toml),\nthen TURNBACK_KEEP_SESSIONS, TURNBACK_KEEP_DAYS, TURNBACK_MAX_ENTRIES, TURNBACK_MAX_BYTES.\n\nExample:\n  turnback config --json"
+    after_help = "Settings come from ~/.config/turnback/config.toml (or $XDG_CONFIG_HOME/turnback/config.toml),\nthen TURNBACK_KEEP_SESSIONS, TURNBACK_KEEP_DAYS, TURNBACK_MAX_ENTRIES, TURNBACK_MAX_BYTES,\nTURNBACK_COMPRESS_BACKUPS.\n\nExample:\n  turnback config --json"
 )]
 pub(crate) struct ConfigArgs {}
 

@@ -88,10 +88,10 @@ fn render_man() -> std::io::Result<String> {
         page.push_str(&format!(
             ".TP\n\\fB{var}\\fR\nOverrides \\fB{}\\fR of the config file{}.\n",
             escape(key),
-            if key == "max_bytes" {
-                " (bytes, or with a unit: 500M, 2G)"
-            } else {
-                ""
+            match key {
+                "max_bytes" => " (bytes, or with a unit: 500M, 2G)",
+                "compress_backups" => " (true or false)",
+                _ => "",
             },
         ));
     }

@@ -4,30 +4,63 @@
 //! directory fsynced before this module returns, so no change that reaches a
 //! workspace can rest on a blob that is not durable. (Its name is handed out a
 //! little earlier, for an entry still in flight: see
-//! [`Blobs::store_file_then`].) Reading a blob back verifies its hash.
-//! This module never deletes a blob that has its final name.
+//! [`Blobs::store_file_then`].) A blob holds its contents raw or compressed
+//! (`packed.rs`), and is always read back through its decoder and verified
+//! against its hash. This module never deletes a blob that has its final name.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read, Seek};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::hash::{self, CopyError};
+use crate::packed::{self, BlobReader};
 use crate::session_id::random_u64;
 use crate::sys;
 
 /// The name prefix of a blob moved aside because it did not match its hash.
 pub(crate) const QUARANTINE_PREFIX: &str = ".corrupt-";
 
+/// What [`Error::BlobCorrupt`] says a compressed blob's contents hash to
+/// when they do not decode.
+pub(crate) const UNDECODABLE: &str = "nothing (its compressed contents do not decode)";
+
+/// Streams `reader` (the file at `source`) into the blob temporary `tmp`,
+/// compressed at `level` where that makes it smaller ([`packed::write_blob`]).
+fn write_blob(
+    reader: &mut dyn Read,
+    source: &Path,
+    tmp: &Path,
+    file: &mut File,
+    level: Option<i32>,
+) -> Result<(String, u64)> {
+    packed::write_blob(reader, file, level).map_err(|e| match e {
+        CopyError::Read(e) => Error::io("read", source)(e),
+        CopyError::Write(e) => Error::io("write backup", tmp)(e),
+    })
+}
+
 /// The blob directory of one session.
 #[derive(Debug, Clone)]
 pub(crate) struct Blobs {
     dir: PathBuf,
+    /// The zstd level new backups of files are compressed at (`None`: raw).
+    level: Option<i32>,
 }
 
 impl Blobs {
+    /// The blobs in `dir`, written raw.
     pub(crate) fn new(dir: PathBuf) -> Self {
-        Blobs { dir }
+        Blobs { dir, level: None }
+    }
+
+    /// These blobs, with backups of files ([`Blobs::store_file_then`])
+    /// compressed when that makes them smaller, if `compress`.
+    pub(crate) fn compressing(self, compress: bool) -> Self {
+        Blobs {
+            level: compress.then_some(packed::LEVEL),
+            ..self
+        }
     }
 
     pub(crate) fn path(&self, hash: &str) -> PathBuf {
@@ -63,17 +96,19 @@ impl Blobs {
     ) -> Result<(String, u64)> {
         self.store_with(hashed, |tmp, file| {
             if sys::clone_file(file, source_file).is_ok() {
-                return hash::hash_reader(file).map_err(Error::io("read backup", tmp));
+                let read = |e| Error::io("read backup", tmp)(e);
+                let cloned = hash::hash_reader(file).map_err(read)?;
+                if !packed::looks_packed(file).map_err(read)? {
+                    return Ok(cloned);
+                }
+                // A clone stays raw, but these contents would read as
+                // compressed: they are written compressed instead.
+                file.set_len(0).map_err(Error::io("write backup", tmp))?;
+                source_file
+                    .seek(io::SeekFrom::Start(0))
+                    .map_err(Error::io("read", source))?;
             }
-            let mut writer = sys::EarlyWriteback::new(file);
-            let copied =
-                hash::copy_hashing(source_file, Some(&mut writer)).map_err(|e| match e {
-                    CopyError::Read(e) => Error::io("read", source)(e),
-                    CopyError::Write(e) => Error::io("write backup", tmp)(e),
-                })?;
-            // Holes were skipped, not written: the length covers a last one.
-            writer.finish().map_err(Error::io("write backup", tmp))?;
-            Ok(copied)
+            write_blob(source_file, source, tmp, file, self.level)
         })
     }
 
@@ -87,12 +122,7 @@ impl Blobs {
     ) -> Result<(String, u64)> {
         self.store_with_sync(
             |_, _| {},
-            |tmp, file| {
-                hash::copy_hashing(reader, Some(file)).map_err(|e| match e {
-                    CopyError::Read(e) => Error::io("read", source)(e),
-                    CopyError::Write(e) => Error::io("write backup", tmp)(e),
-                })
-            },
+            |tmp, file| write_blob(reader, source, tmp, file, None),
             false,
         )
     }
@@ -147,7 +177,7 @@ impl Blobs {
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
         // (one of the wrong size is damaged, and the fresh copy replaces it).
-        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file() && m.len() == size) {
+        if self.holds(&target, size) {
             drop(file);
             let _ = std::fs::remove_file(tmp);
             // Fresh again: pruning spares blobs changed in its grace period, and
@@ -167,6 +197,14 @@ impl Blobs {
         Ok((hash, size))
     }
 
+    /// True when `target` is a blob of contents of `size` bytes.
+    fn holds(&self, target: &Path, size: u64) -> bool {
+        std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file())
+            && crate::trust::open_read(target)
+                .and_then(|mut f| packed::contents_size(&mut f))
+                .is_ok_and(|n| n == size)
+    }
+
     /// Syncs the blob directory: every blob renamed into it is durable after.
     pub(crate) fn sync_dir(&self) -> Result<()> {
         sys::fsync_dir_path(&self.dir).map_err(Error::io("sync directory", &self.dir))?;
@@ -183,16 +221,7 @@ impl Blobs {
     ) -> Result<(String, u64)> {
         self.store_with_sync(
             |_, _| {},
-            |tmp, file| {
-                let mut writer = sys::EarlyWriteback::new(file);
-                let copied =
-                    hash::copy_hashing(source_file, Some(&mut writer)).map_err(|e| match e {
-                        CopyError::Read(e) => Error::io("read", source)(e),
-                        CopyError::Write(e) => Error::io("write backup", tmp)(e),
-                    })?;
-                writer.finish().map_err(Error::io("write backup", tmp))?;
-                Ok(copied)
-            },
+            |tmp, file| write_blob(source_file, source, tmp, file, None),
             false,
         )
     }
@@ -239,13 +268,15 @@ impl Blobs {
         let file = self
             .open(hash)
             .map_err(|_| self.missing(session, path, hash))?;
+        let blob = self.path(hash);
+        let reader = BlobReader::new(file).map_err(Error::io("read", &blob))?;
         Ok(Backup {
             blobs: self,
             session,
             path,
             hash,
-            file,
-            blob: self.path(hash),
+            reader,
+            blob,
         })
     }
 
@@ -263,8 +294,11 @@ impl Blobs {
     fn missing(&self, session: &str, path: &str, hash: &str) -> Error {
         let aside = self.quarantined(hash);
         let actual = aside.as_ref().and_then(|p| {
-            let mut f = File::open(p).ok()?;
-            hash::hash_reader(&mut f).ok().map(|(h, _)| h)
+            let mut r = BlobReader::new(File::open(p).ok()?).ok()?;
+            match hash::hash_reader(&mut r) {
+                Ok((h, _)) => Some(h),
+                Err(_) => r.undecodable().then(|| UNDECODABLE.to_owned()),
+            }
         });
         match (aside, actual) {
             (Some(aside), Some(actual)) => Error::BlobCorrupt {
@@ -342,26 +376,40 @@ impl Blobs {
     }
 }
 
-/// A backup opened to be read back ([`Blobs::open_backup`]).
+/// A backup opened to be read back ([`Blobs::open_backup`]), through the
+/// decoder of its blob.
 pub(crate) struct Backup<'a> {
     blobs: &'a Blobs,
     session: &'a str,
     path: &'a str,
     hash: &'a str,
-    file: File,
+    reader: BlobReader,
     blob: PathBuf,
 }
 
 impl Backup<'_> {
-    /// The blob's contents, to read.
-    pub(crate) fn file(&mut self) -> &mut File {
-        &mut self.file
+    /// The blob's contents, to read; what was read is then checked with
+    /// [`Backup::checked`] and [`Backup::verify`].
+    pub(crate) fn reader(&mut self) -> &mut BlobReader {
+        &mut self.reader
     }
 
-    /// The blob's contents, to read without verifying them (a diff, which
-    /// shows what is there).
-    pub(crate) fn into_file(self) -> File {
-        self.file
+    /// The size of the contents (not of the blob's file, when compressed).
+    pub(crate) fn size(&self) -> u64 {
+        self.reader.size()
+    }
+
+    /// At most `limit` bytes of the contents, not verified (a diff, which
+    /// shows what is there); contents that do not decode are
+    /// [`Error::BlobCorrupt`].
+    pub(crate) fn read_prefix(mut self, limit: u64) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        let read = (&mut self.reader)
+            .take(limit)
+            .read_to_end(&mut buf)
+            .map_err(Error::io("read", &self.blob));
+        self.checked(read)?;
+        Ok(buf)
     }
 
     /// The blob's path, for an error reading it.
@@ -369,32 +417,46 @@ impl Backup<'_> {
         self.blob.clone()
     }
 
+    /// `result`, of reading the contents through [`Backup::reader`]; a
+    /// failure because they do not decode is [`Error::BlobCorrupt`] (and the
+    /// blob moved aside, as for [`Backup::verify`]), not a failure to read.
+    pub(crate) fn checked<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Err(_) if self.reader.undecodable() => Err(self.corrupt(UNDECODABLE)),
+            other => other,
+        }
+    }
+
     /// Checks `actual`, the SHA-256 of what was read, against the blob's
     /// name: [`Error::BlobCorrupt`] when they differ. The blob is then moved
     /// aside first (kept, never deleted), so that the next backup of the same
     /// bytes writes it whole again instead of trusting the damaged copy.
     pub(crate) fn verify(&self, actual: &str) -> Result<()> {
-        if actual == self.hash {
-            return Ok(());
+        match actual == self.hash {
+            true => Ok(()),
+            false => Err(self.corrupt(actual)),
         }
+    }
+
+    fn corrupt(&self, actual: &str) -> Error {
         let moved_to = self
             .blobs
             .quarantine(self.hash)
             .ok()
             .map(PathBuf::into_boxed_path);
-        Err(Error::BlobCorrupt {
+        Error::BlobCorrupt {
             session: self.session.to_owned(),
             path: self.path.to_owned(),
             hash: self.hash.to_owned(),
             actual: actual.to_owned(),
             moved_to,
-        })
+        }
     }
 
     /// Reads the whole blob and [`Backup::verify`]s it.
     pub(crate) fn verify_whole(mut self) -> Result<()> {
-        let (actual, _) =
-            hash::hash_reader(&mut self.file).map_err(Error::io("read", &self.blob))?;
+        let read = hash::hash_reader(&mut self.reader).map_err(Error::io("read", &self.blob));
+        let (actual, _) = self.checked(read)?;
         self.verify(&actual)
     }
 }

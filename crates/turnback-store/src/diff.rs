@@ -184,9 +184,11 @@ impl Session {
         };
         let (mut reader, display): (Box<dyn Read>, PathBuf) = match side {
             Side::Blob => {
-                let backup = self.blobs().open_backup(self.id(), rel.as_str(), hash)?;
-                let path = backup.blob_path();
-                (Box::new(backup.into_file()), path)
+                let buf = self
+                    .blobs()
+                    .open_backup(self.id(), rel.as_str(), hash)?
+                    .read_prefix(MAX_DIFF_BYTES + 1)?;
+                return Ok((buf.len() as u64 <= MAX_DIFF_BYTES).then_some(buf));
             }
             Side::Workspace => match ws.open_regular(rel)? {
                 Some(f) => (Box::new(f.file), f.display),

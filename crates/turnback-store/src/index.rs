@@ -17,11 +17,12 @@ use crate::relpath::RelPath;
 /// The format version this build writes and the newest it reads. Format 1 had
 /// no turns, no revert history and no read marks; format 2 had no journal
 /// (`journal.jsonl`); format 3 no record of evicted entries (`evicted`);
-/// format 4 no directory states ([`FileState::dir`]). Each is read as a
-/// format 5 index without them, and the first change rewrites the snapshot as
-/// format 5, so that an older build that cannot see the journal (or the gap
-/// eviction left, or a directory a scan recorded) refuses the session instead
-/// of misreading it.
+/// format 4 no directory states ([`FileState::dir`]) and only raw blobs
+/// (format 5's may be compressed, `packed.rs`). Each is read as a format 5
+/// index without them, and the first change rewrites the snapshot as format
+/// 5, so that an older build that cannot see the journal (or the gap eviction
+/// left, a directory a scan recorded, or a compressed backup) refuses the
+/// session instead of misreading it.
 pub const FORMAT_VERSION: u64 = 5;
 
 /// A file's state on one side of a change: its contents (by hash), size and mode,

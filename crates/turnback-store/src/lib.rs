@@ -144,6 +144,7 @@ mod listing;
 mod lock;
 mod mark;
 mod marker;
+mod packed;
 mod recovery;
 mod relpath;
 mod restore;

@@ -27,7 +27,8 @@ pub(crate) fn restore_contents<'a>(
     let mut backup = blobs.open_backup(session, parent.rel.as_str(), hash)?;
     let source = backup.blob_path();
     let mut new = NewContents::create_named_then(parent, 0o600, temp, before_naming)?;
-    let (actual, _) = new.fill(backup.file(), &source)?;
+    let filled = new.fill(backup.reader(), &source);
+    let (actual, _) = backup.checked(filled)?;
     backup.verify(&actual)?;
     new.keep_owner(owners_for(state, parent));
     new.seal(state.mode)?;

@@ -1,6 +1,7 @@
-//! Settings a user can see: how many sessions and days retention keeps, and
-//! each session's caps on entries and stored bytes; each value with where it
-//! came from (a default, the config file, the environment, a flag).
+//! Settings a user can see: how many sessions and days retention keeps,
+//! each session's caps on entries and stored bytes, and whether backups are
+//! compressed; each value with where it came from (a default, the config
+//! file, the environment, a flag).
 //!
 //! The config file is `$XDG_CONFIG_HOME/turnback/config.toml` (else
 //! `~/.config/turnback/config.toml`); every key is optional. The environment
@@ -21,11 +22,12 @@ use crate::error::{Error, Result};
 
 /// The file's keys, and the environment variables that override them, in the
 /// order `turnback config` lists them.
-pub const KEYS: [(&str, &str); 4] = [
+pub const KEYS: [(&str, &str); 5] = [
     ("keep_sessions", "TURNBACK_KEEP_SESSIONS"),
     ("keep_days", "TURNBACK_KEEP_DAYS"),
     ("max_entries", "TURNBACK_MAX_ENTRIES"),
     ("max_bytes", "TURNBACK_MAX_BYTES"),
+    ("compress_backups", "TURNBACK_COMPRESS_BACKUPS"),
 ];
 
 /// Where a setting's value came from.
@@ -93,6 +95,10 @@ pub struct Settings {
     /// A session's backups take at most this many bytes (of the files backed
     /// up); a change past it evicts the oldest entries.
     pub max_bytes: Setting<u64>,
+    /// New backups of files are compressed (zstd) where that makes them
+    /// smaller (`docs/FORMAT.md`, "Blob encoding"); either way every backup
+    /// reads back.
+    pub compress_backups: Setting<bool>,
     /// The config file looked for (it may not exist); `None` without a home
     /// directory to find it in.
     pub config_file: Option<PathBuf>,
@@ -105,6 +111,7 @@ impl Default for Settings {
             keep_days: Setting::default(30),
             max_entries: Setting::default(2_000),
             max_bytes: Setting::default(1 << 30),
+            compress_backups: Setting::default(true),
             config_file: None,
         }
     }
@@ -177,6 +184,7 @@ impl Settings {
             "keep_days" => &self.keep_days.source,
             "max_entries" => &self.max_entries.source,
             "max_bytes" => &self.max_bytes.source,
+            "compress_backups" => &self.compress_backups.source,
             _ => panic!("{key} is not a setting"),
         }
     }
@@ -202,6 +210,7 @@ impl Settings {
             let raw = match value.get_ref() {
                 DeValue::Integer(i) => Raw::Int(i.as_str(), i.radix()),
                 DeValue::String(s) => Raw::Text(s),
+                DeValue::Boolean(b) => Raw::Bool(*b),
                 other => Raw::Other(other.type_str()),
             };
             let source = Source::File {
@@ -221,6 +230,7 @@ impl Settings {
             "keep_days" => self.keep_days.set(count(raw, 0)?, source),
             "max_entries" => self.max_entries.set(count(raw, 1)? as usize, source),
             "max_bytes" => self.max_bytes.set(bytes(raw)?, source),
+            "compress_backups" => self.compress_backups.set(boolean(raw)?, source),
             _ => {
                 let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
                 return Err(format!("unknown key; the keys are {}", known.join(", ")));
@@ -236,8 +246,26 @@ enum Raw<'a> {
     Int(&'a str, u32),
     /// A string of the file, or an environment variable.
     Text(&'a str),
+    /// A boolean of the file.
+    Bool(bool),
     /// Anything else of the file (its TOML type).
     Other(&'static str),
+}
+
+/// `true` or `false` (the environment also takes `1`/`0`, `yes`/`no`,
+/// `on`/`off`).
+fn boolean(raw: Raw<'_>) -> Result<bool, String> {
+    const WANTED: &str = "expected true or false";
+    match raw {
+        Raw::Bool(b) => Ok(b),
+        Raw::Text(t) => match t.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Ok(true),
+            "false" | "0" | "no" | "off" => Ok(false),
+            _ => Err(format!("{WANTED}, found {t:?}")),
+        },
+        Raw::Int(d, _) => Err(format!("{WANTED}, found {d}")),
+        Raw::Other(ty) => Err(format!("{WANTED}, found a {ty}")),
+    }
 }
 
 /// A whole number of at least `min`.
@@ -245,7 +273,7 @@ fn count(raw: Raw<'_>, min: u64) -> Result<u64, String> {
     let n = match raw {
         Raw::Int(digits, radix) => u64::from_str_radix(digits, radix).ok(),
         Raw::Text(t) => t.trim().parse::<u64>().ok(),
-        Raw::Other(_) => None,
+        Raw::Bool(_) | Raw::Other(_) => None,
     };
     let wanted = || format!("expected a whole number of at least {min}");
     match n {
@@ -253,6 +281,7 @@ fn count(raw: Raw<'_>, min: u64) -> Result<u64, String> {
         _ => Err(match raw {
             Raw::Text(t) => format!("{}, found {t:?}", wanted()),
             Raw::Int(d, _) => format!("{}, found {d}", wanted()),
+            Raw::Bool(_) => format!("{}, found a boolean", wanted()),
             Raw::Other(ty) => format!("{}, found a {ty}", wanted()),
         }),
     }
@@ -270,6 +299,7 @@ fn bytes(raw: Raw<'_>) -> Result<u64, String> {
             _ => Err(format!("{WANTED}, found {digits}")),
         },
         Raw::Text(t) => parse_size(t).ok_or_else(|| format!("{WANTED}, found {t:?}")),
+        Raw::Bool(_) => Err(format!("{WANTED}, found a boolean")),
         Raw::Other(ty) => Err(format!("{WANTED}, found a {ty}")),
     }
 }
@@ -400,6 +430,21 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn compress_backups_is_a_boolean_from_the_file_or_the_environment() {
+        assert!(load("", &[]).unwrap().compress_backups.value);
+        let s = load("compress_backups = false\n", &[]).unwrap();
+        assert!(!s.compress_backups.value);
+        let s = load(
+            "compress_backups = false\n",
+            &[("TURNBACK_COMPRESS_BACKUPS", "on")],
+        );
+        assert!(s.unwrap().compress_backups.value, "the environment wins");
+        let err = load("compress_backups = 1\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("expected true or false"), "{err}");
+        assert!(load("", &[("TURNBACK_COMPRESS_BACKUPS", "perhaps")]).is_err());
     }
 
     #[test]

@@ -87,14 +87,10 @@ impl Session {
         if state.size > MAX_DIFF_BYTES {
             return Ok(None);
         }
-        let backup = self.blobs().open_backup(self.id(), path, hash)?;
-        let display = backup.blob_path();
-        let mut buf = Vec::new();
-        backup
-            .into_file()
-            .take(MAX_DIFF_BYTES + 1)
-            .read_to_end(&mut buf)
-            .map_err(Error::io("read", &display))?;
+        let buf = self
+            .blobs()
+            .open_backup(self.id(), path, hash)?
+            .read_prefix(MAX_DIFF_BYTES + 1)?;
         Ok((buf.len() as u64 <= MAX_DIFF_BYTES).then_some(buf))
     }
 

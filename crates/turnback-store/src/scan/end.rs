@@ -340,17 +340,14 @@ impl Session {
                 Some(Source::Baseline(sha)) => {
                     let b = c.before.as_ref().expect("a source");
                     let mut backup = base.open_backup(self.id(), &path, sha)?;
-                    let size = backup
-                        .file()
-                        .metadata()
-                        .map_err(Error::io("inspect", backup.blob_path()))?
-                        .len();
+                    let size = backup.size();
                     // A link where it can (blobs are immutable, and durable
                     // in the baseline), a verified copy where it cannot.
                     stored = true;
                     if !self.blobs().link_from(&base, sha)? {
                         let from = backup.blob_path();
-                        let (got, _) = self.blobs().store_file_batched(backup.file(), &from)?;
+                        let copied = self.blobs().store_reader_batched(backup.reader(), &from);
+                        let (got, _) = backup.checked(copied)?;
                         backup.verify(&got)?;
                     }
                     FileState::present(sha.clone(), size, b.stat.perms())

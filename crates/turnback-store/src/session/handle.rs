@@ -47,7 +47,9 @@ pub struct TrackedFile {
 impl Session {
     pub(crate) fn open(store: Store, dir: SessionDir) -> Result<Session> {
         store.check_session_dirs(Some(&dir))?;
-        let blobs = dir.blobs();
+        let blobs = dir
+            .blobs()
+            .compressing(store.settings().compress_backups.value);
         let session = Session {
             store,
             dir,
