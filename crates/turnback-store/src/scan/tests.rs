@@ -15,8 +15,29 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(ok.status.success(), "{ok:?}");
 }
 
+/// True when git runs here; else the test's in-git half says it skipped.
 fn has_git() -> bool {
-    Command::new("git").arg("--version").output().is_ok()
+    let ok = Command::new("git").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("skipped: git is not installed, so the in-git half of this test did not run");
+    }
+    ok
+}
+
+/// A store home, a workspace directory, a session "s" of that store and
+/// the workspace opened: what every test here starts from (the files are
+/// made after; the workspace sees them).
+fn bed() -> (
+    tempfile::TempDir,
+    tempfile::TempDir,
+    crate::Session,
+    Workspace,
+) {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::new(home.path()).session("s").unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    (home, dir, s, ws)
 }
 
 fn kinds(r: &crate::ScanReport) -> Vec<(String, ScanChangeKind)> {
@@ -24,8 +45,7 @@ fn kinds(r: &crate::ScanReport) -> Vec<(String, ScanChangeKind)> {
 }
 
 fn every_change_kind(in_git: bool) {
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("keep"), "keep\n").unwrap();
     std::fs::write(d.join("edit"), "old\n").unwrap();
@@ -41,9 +61,6 @@ fn every_change_kind(in_git: bool) {
         // Edited by hand after the commit: comes back to this, not to git's.
         std::fs::write(d.join("edit"), "by hand\n").unwrap();
     }
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m1", Some("a command")).unwrap();
     assert_eq!(s.open_scans().unwrap()[0].id, id);
     std::fs::write(d.join("edit"), "new\n").unwrap();
@@ -57,7 +74,7 @@ fn every_change_kind(in_git: bool) {
     std::fs::create_dir_all(d.join("new/dir")).unwrap();
     std::fs::write(d.join("new/dir/file"), "made\n").unwrap();
     std::fs::write(d.join("ignored"), "changed, ignored\n").unwrap();
-    let other = store.open_session("s").unwrap();
+    let other = s.store().open_session("s").unwrap();
     let r = other.commit_scan(&id).unwrap();
     use ScanChangeKind::*;
     assert_eq!(
@@ -114,13 +131,9 @@ fn every_change_kind_in_git() {
 
 #[test]
 fn a_rollback_puts_everything_back_and_records_nothing() {
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("a"), "a\n").unwrap();
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
     std::fs::write(d.join("a"), "half\n").unwrap();
     std::fs::create_dir(d.join("n")).unwrap();
@@ -136,13 +149,9 @@ fn a_rollback_puts_everything_back_and_records_nothing() {
 
 #[test]
 fn a_later_edit_refuses_the_undo() {
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("a"), "a\n").unwrap();
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
     std::fs::write(d.join("a"), "cmd\n").unwrap();
     s.commit_scan(&id).unwrap();
@@ -188,8 +197,7 @@ fn chmod(p: &Path, mode: u32) {
 /// empty directory made and one removed (with an unusual mode): all found,
 /// and undo, redo and undo again give each tree back exactly.
 fn swaps_and_empty_dirs(in_git: bool) {
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("f"), "file\n").unwrap();
     chmod(&d.join("f"), 0o640);
@@ -205,9 +213,6 @@ fn swaps_and_empty_dirs(in_git: bool) {
         git(d, &["commit", "-qm", "i"]);
     }
     let start = tree(d);
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
     std::fs::remove_file(d.join("f")).unwrap();
     std::fs::create_dir_all(d.join("f/sub")).unwrap();
@@ -264,13 +269,9 @@ fn swaps_and_empty_directories_undo_and_redo_in_git() {
 
 #[test]
 fn a_file_does_not_go_back_over_a_directory_holding_what_the_command_did_not_make() {
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("f"), "file\n").unwrap();
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
     std::fs::remove_file(d.join("f")).unwrap();
     std::fs::create_dir_all(d.join("f/sub")).unwrap();
@@ -308,14 +309,10 @@ fn a_file_does_not_go_back_over_a_directory_holding_what_the_command_did_not_mak
 
 #[test]
 fn a_made_directory_holding_an_ignored_file_stays_and_the_undo_goes_on() {
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join(".gitignore"), "*.log\n").unwrap();
     std::fs::write(d.join("a"), "a\n").unwrap();
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
     std::fs::create_dir(d.join("logs")).unwrap();
     std::fs::write(d.join("logs/run.log"), "log\n").unwrap();
@@ -337,17 +334,13 @@ fn a_made_directory_holding_an_ignored_file_stays_and_the_undo_goes_on() {
 
 #[test]
 fn a_rollback_of_swaps_puts_the_tree_back_and_records_nothing() {
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("f"), "file\n").unwrap();
     std::fs::create_dir(d.join("g")).unwrap();
     std::fs::write(d.join("g/inner"), "inner\n").unwrap();
     chmod(&d.join("g"), 0o711);
     let start = tree(d);
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
     std::fs::remove_file(d.join("f")).unwrap();
     std::fs::create_dir(d.join("f")).unwrap();
@@ -363,13 +356,9 @@ fn a_rollback_of_swaps_puts_the_tree_back_and_records_nothing() {
 fn a_scan_record_of_format_1_still_commits() {
     // Its directories are names only: one the command removed comes back
     // with the default mode.
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::create_dir(d.join("e")).unwrap();
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let id = s.begin_scan(&ws, "m", None).unwrap();
     let path = s.session_dir().scan_paths(&id).0;
     let text = std::fs::read_to_string(&path).unwrap();
@@ -387,14 +376,10 @@ fn a_scan_record_of_format_1_still_commits() {
 
 #[test]
 fn a_file_over_the_size_limit_is_reported_not_backed_up() {
-    let home = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("big"), "0123456789abcdef").unwrap();
     std::fs::write(d.join("small"), "s").unwrap();
-    let store = Store::new(home.path());
-    let s = store.session("s").unwrap();
-    let ws = Workspace::open(d).unwrap();
     let opts = crate::ScanOptions { size_limit: 8 };
     let id = s.begin_scan_with(&ws, "m", None, &opts).unwrap();
     std::fs::write(d.join("big"), "fedcba9876543210").unwrap();
