@@ -32,6 +32,8 @@ pub(super) struct FilePlan {
     /// Other sessions that may share a change of the file (a scan's
     /// [`crate::ScanMark::shared_with`]): the revert refuses unless forced.
     pub(super) shared_with: Vec<String>,
+    /// True when an entry of it is a scan's (which may record directories).
+    pub(super) scan: bool,
 }
 
 impl FilePlan {
@@ -60,6 +62,7 @@ pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
         match plans.iter_mut().find(|p| p.file() == e.absolute_path()) {
             Some(p) => {
                 p.shared_with.extend(shared);
+                p.scan |= e.scan.is_some();
                 p.seqs.push(e.seq);
                 p.target = e.before.clone();
                 p.created_dirs = e.created_dirs.iter().map(|d| RelPath::checked(d)).collect();
@@ -76,6 +79,7 @@ pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
                 status: FileStatus::Safe,
                 now: FileState::absent(),
                 shared_with: shared.collect(),
+                scan: e.scan.is_some(),
             }),
         }
     }
@@ -90,12 +94,9 @@ pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
         .iter()
         .filter_map(|f| {
             let file = f.absolute_path();
-            let mut seqs: Vec<u64> = record
-                .entries
-                .iter()
-                .filter(|e| e.absolute_path() == file)
-                .map(|e| e.seq)
-                .collect();
+            let of_file = || record.entries.iter().filter(|e| e.absolute_path() == file);
+            let mut seqs: Vec<u64> = of_file().map(|e| e.seq).collect();
+            let scan = of_file().any(|e| e.scan.is_some());
             seqs.sort_by_key(|s| std::cmp::Reverse(*s));
             Some(FilePlan {
                 root: f.workspace.clone(),
@@ -108,6 +109,7 @@ pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
                 status: FileStatus::Safe,
                 now: FileState::absent(),
                 shared_with: Vec::new(),
+                scan,
             })
         })
         .collect();
@@ -143,7 +145,18 @@ pub(super) fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> 
         session.check_scope(&p.root.path)?;
         let ws = Workspace::reopen(&p.root)?;
         let file = p.file();
-        let now = match ws.state_of(&p.rel) {
+        // Only a scan's plan (a scan records the directories a command made,
+        // removed or swapped) reads a directory as a state; any other finds
+        // one in its file's place refused as before (`NotRegularFile`): no
+        // entry of it made that directory.
+        let involves_dir =
+            p.scan || p.target.is_dir() || p.expected.as_ref().is_some_and(FileState::is_dir);
+        let read = if involves_dir {
+            ws.state_of(&p.rel)
+        } else {
+            ws.current_state(&p.rel)
+        };
+        let now = match read {
             Ok(now) => now,
             Err(Error::UnsafePath {
                 what: "not a directory",
