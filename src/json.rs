@@ -305,21 +305,3 @@ pub fn conflicts(conflicts: &[Conflict]) -> Value {
         .collect();
     Value::Array(list)
 }
-
-/// `turns`: the session's turns in effect, oldest first.
-pub fn turns(session: &str, list: &[turnback_store::TurnSummary]) -> Value {
-    let turns: Vec<Value> = list
-        .iter()
-        .map(|t| {
-            json!({
-                "turn": t.turn.number,
-                "prompt": t.turn.prompt,
-                "time": rfc3339(t.turn.time),
-                "conversation_index": t.turn.conversation_index,
-                "entries": t.entries,
-                "files": t.files,
-            })
-        })
-        .collect();
-    json!({ "session": session, "turns": turns })
-}

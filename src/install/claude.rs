@@ -50,16 +50,8 @@ impl AgentHooks for ClaudeCode {
             "args": ["hook", "claude-code"],
             "timeout": TIMEOUT,
         });
-        let tool = |event| Wanted {
-            event,
-            matcher: Some(TOOLS),
-            handler: handler.clone(),
-        };
-        let any = |event| Wanted {
-            event,
-            matcher: None,
-            handler: handler.clone(),
-        };
+        let tool = |event| Wanted::new(event, Some(TOOLS), &handler);
+        let any = |event| Wanted::new(event, None, &handler);
         vec![
             any("SessionStart"),
             any("UserPromptSubmit"),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{AgentHooks, Scope, Wanted, is_turnback_program, shell_program, shell_quote};
+use super::{AgentHooks, Scope, Wanted, is_our_shell_hook, shell_hook_program, shell_quote};
 
 pub(crate) struct Codex;
 
@@ -45,25 +45,13 @@ impl AgentHooks for Codex {
             "command": format!("{} hook codex", shell_quote(&exe.to_string_lossy())),
             "timeout": TIMEOUT,
         });
-        let tool = |event| Wanted {
-            event,
-            matcher: Some("*"),
-            handler: handler.clone(),
-        };
-        let any = |event| Wanted {
-            event,
-            matcher: None,
-            handler: handler.clone(),
-        };
+        let tool = |event| Wanted::new(event, Some("*"), &handler);
+        let any = |event| Wanted::new(event, None, &handler);
         // Codex gives these two at most 3 s, and says so on every run when
         // a hook asks for more.
         let mut brief = handler.clone();
         brief["timeout"] = json!(3);
-        let end = |event| Wanted {
-            event,
-            matcher: None,
-            handler: brief.clone(),
-        };
+        let end = |event| Wanted::new(event, None, &brief);
         vec![
             any("SessionStart"),
             any("UserPromptSubmit"),
@@ -78,16 +66,10 @@ impl AgentHooks for Codex {
     }
 
     fn is_ours(&self, handler: &Value) -> bool {
-        handler
-            .get("command")
-            .and_then(Value::as_str)
-            .is_some_and(|c| {
-                shell_program(c).is_some_and(|p| is_turnback_program(&p))
-                    && c.contains(" hook codex")
-            })
+        is_our_shell_hook(handler, "codex")
     }
 
     fn program_of(&self, handler: &Value) -> Option<PathBuf> {
-        shell_program(handler.get("command")?.as_str()?).map(PathBuf::from)
+        shell_hook_program(handler)
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{AgentHooks, Scope, Wanted, is_turnback_program, shell_program, shell_quote};
+use super::{AgentHooks, Scope, Wanted, is_our_shell_hook, shell_hook_program, shell_quote};
 
 pub(crate) struct Gemini;
 
@@ -37,16 +37,8 @@ impl AgentHooks for Gemini {
             "command": format!("{} hook gemini", shell_quote(&exe.to_string_lossy())),
             "timeout": 30_000,
         });
-        let tool = |event| Wanted {
-            event,
-            matcher: Some(TOOLS),
-            handler: handler.clone(),
-        };
-        let any = |event| Wanted {
-            event,
-            matcher: None,
-            handler: handler.clone(),
-        };
+        let tool = |event| Wanted::new(event, Some(TOOLS), &handler);
+        let any = |event| Wanted::new(event, None, &handler);
         vec![
             any("SessionStart"),
             any("BeforeAgent"),
@@ -58,16 +50,10 @@ impl AgentHooks for Gemini {
     }
 
     fn is_ours(&self, handler: &Value) -> bool {
-        handler
-            .get("command")
-            .and_then(Value::as_str)
-            .is_some_and(|c| {
-                shell_program(c).is_some_and(|p| is_turnback_program(&p))
-                    && c.contains(" hook gemini")
-            })
+        is_our_shell_hook(handler, "gemini")
     }
 
     fn program_of(&self, handler: &Value) -> Option<PathBuf> {
-        shell_program(handler.get("command")?.as_str()?).map(PathBuf::from)
+        shell_hook_program(handler)
     }
 }

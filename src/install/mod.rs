@@ -37,6 +37,18 @@ pub(crate) struct Wanted {
     pub handler: Value,
 }
 
+impl Wanted {
+    /// `handler` for `event`, on the tools `matcher` names (every call when
+    /// `None`).
+    pub(crate) fn new(event: &'static str, matcher: Option<&'static str>, handler: &Value) -> Self {
+        Wanted {
+            event,
+            matcher,
+            handler: handler.clone(),
+        }
+    }
+}
+
 /// What an agent's module provides.
 pub(crate) trait AgentHooks {
     /// The settings file of `scope`, for the workspace `ws`.
@@ -263,6 +275,23 @@ pub(crate) fn shell_program(command: &str) -> Option<String> {
         }
         _ => command.split_whitespace().next().map(str::to_owned),
     }
+}
+
+/// True when the shell-form `handler` (`{"command": "… hook AGENT"}`, as
+/// Codex and Gemini CLI take them) is turnback's hook for `agent`.
+pub(crate) fn is_our_shell_hook(handler: &Value, agent: &str) -> bool {
+    handler
+        .get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| {
+            shell_program(c).is_some_and(|p| is_turnback_program(&p))
+                && c.contains(&format!(" hook {agent}"))
+        })
+}
+
+/// The program a shell-form handler runs.
+pub(crate) fn shell_hook_program(handler: &Value) -> Option<PathBuf> {
+    shell_program(handler.get("command")?.as_str()?).map(PathBuf::from)
 }
 
 /// True when `program` is a turnback binary (its file name is `turnback`).
