@@ -295,3 +295,35 @@ pub(crate) fn lock_exclusive(dir: &std::path::Path, name: &str) -> std::io::Resu
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
     Ok(file)
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::lock_exclusive;
+
+    #[test]
+    fn the_shell_lock_follows_no_symbolic_link() {
+        let home = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        // The lock directory planted as a link: refused, nothing made there.
+        std::os::unix::fs::symlink(elsewhere.path(), home.path().join("hook-locks")).unwrap();
+        assert!(lock_exclusive(&home.path().join("hook-locks"), "s.lock").is_err());
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        // The lock file planted as a link to a file: refused, the file untouched.
+        let dir = home.path().join("real");
+        std::fs::create_dir(&dir).unwrap();
+        let victim = elsewhere.path().join("victim");
+        std::fs::write(&victim, "mine\n").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("s.lock")).unwrap();
+        assert!(lock_exclusive(&dir, "s.lock").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+        // A plain one is made, private, and held.
+        let f = lock_exclusive(&dir, "t.lock").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("t.lock"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        drop(f);
+    }
+}
