@@ -513,6 +513,41 @@ fn sessions_are_served_at_the_same_time_and_each_in_order() {
     s.close();
 }
 
+/// A request that waits for a lock a later line releases: while it waits,
+/// the server goes on reading, so the line that releases it runs (one
+/// session's checkpoint held, another's write of the same file, then the
+/// checkpoint's commit).
+#[test]
+fn a_request_waiting_for_a_later_lines_commit_does_not_stop_the_input() {
+    let env = Env::new();
+    let file = std::fs::canonicalize(env.ws.path()).unwrap().join("a.txt");
+    std::fs::write(&file, "old\n").unwrap();
+    let mut s = Served::start(&env);
+    s.ok(json!({"id": 1, "op": "checkpoint", "session": "A", "args": {"file": "a.txt"}}));
+    std::fs::write(&file, "by A\n").unwrap();
+    s.send(&json!({"id": "b", "op": "write", "session": "B", "args": {"file": "a.txt"}, "content": "by B\n"}));
+    // B's write is waiting for A's lock; A's commit comes after it.
+    s.send(&json!({"id": "a", "op": "commit", "session": "A", "args": {"id": 1}}));
+    let (first, second) = (s.recv(), s.recv());
+    assert_eq!(
+        first["id"], "a",
+        "the commit was not read while B waited: {first}"
+    );
+    assert_eq!(
+        first["result"]["entry"]["after"]["sha256"],
+        sha256_hex(b"by A\n"),
+        "{first}"
+    );
+    assert_eq!(second["id"], "b", "{second}");
+    assert_eq!(
+        second["result"]["entry"]["before"]["sha256"],
+        sha256_hex(b"by A\n"),
+        "{second}"
+    );
+    assert_eq!(read(&file), b"by B\n");
+    s.close();
+}
+
 /// The lines of the fenced block after the line that starts with `marker`.
 fn fenced_after(doc: &str, marker: &str) -> String {
     let (_, rest) = doc

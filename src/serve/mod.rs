@@ -3,24 +3,23 @@
 //! response per line on standard output, nothing else there
 //! (`docs/JSON.md`, "serve --stdio", is the protocol).
 //!
-//! The reader (the main thread) parses each line and hands it to the lane of
-//! its session: a thread per session, so that one session's requests run in
-//! the order they came and different sessions' at the same time. A request
-//! runs as the command line it stands for (`request.rs`), through the same
-//! handlers and reports as `--json` ([`Answer`], given by
-//! `commands/serve.rs`). At end of input the lanes finish what they were
-//! given, held checkpoints are dropped (`held.rs`), and the server exits 0.
+//! Worker threads take turns reading the lines (`workers.rs`): one
+//! session's requests run in the order they came, different sessions' at
+//! the same time. A request runs as the command line it stands for
+//! (`request.rs`), through the same handlers and reports as `--json`
+//! ([`Answer`], given by `commands/serve.rs`). At end of input the workers
+//! finish what they read, held checkpoints are dropped (`held.rs`), and the
+//! server exits 0.
 
 mod held;
 mod request;
+mod workers;
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use serde_json::{Value, json};
 use turnback_store::Store;
@@ -122,7 +121,7 @@ fn error_response(id: &Value, e: &CliError) -> Value {
     json!({ "id": id, "error": error })
 }
 
-/// Standard output, shared by the lanes: one response, one line, one write.
+/// Standard output, shared by the workers: one response, one line, one write.
 struct Output {
     out: Mutex<std::io::Stdout>,
     /// Set when a write failed (the client closed its end): stop reading.
@@ -143,24 +142,6 @@ impl Output {
     }
 }
 
-/// The thread that runs one session's requests in order.
-struct Lane {
-    tx: Sender<Request>,
-    thread: JoinHandle<()>,
-}
-
-impl Lane {
-    fn start(server: Arc<Server>, out: Arc<Output>) -> Lane {
-        let (tx, rx) = channel::<Request>();
-        let thread = std::thread::spawn(move || {
-            for req in rx {
-                out.send(&server.respond(&req));
-            }
-        });
-        Lane { tx, thread }
-    }
-}
-
 /// Serves standard input until it ends (or standard output is closed).
 pub(crate) fn run_stdio(server: Server) -> Result<(), CliError> {
     let server = Arc::new(server);
@@ -168,34 +149,7 @@ pub(crate) fn run_stdio(server: Server) -> Result<(), CliError> {
         out: Mutex::new(std::io::stdout()),
         closed: AtomicBool::new(false),
     });
-    let mut lanes: HashMap<Option<String>, Lane> = HashMap::new();
-    let stdin = std::io::stdin().lock();
-    for (i, line) in stdin.split(b'\n').enumerate() {
-        let Ok(line) = line else { break };
-        if out.closed.load(Ordering::Relaxed) {
-            break;
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let req = match Request::parse(&line, i + 1) {
-            Ok(req) => req,
-            Err(bad) => {
-                out.send(&error_response(&bad.id, &bad.error));
-                continue;
-            }
-        };
-        let key = req.session.clone().or(server.defaults.session.clone());
-        let lane = lanes
-            .entry(key)
-            .or_insert_with(|| Lane::start(server.clone(), out.clone()));
-        // A lane ends only when its sender is dropped, below.
-        let _ = lane.tx.send(req);
-    }
-    for (_, lane) in lanes.drain() {
-        drop(lane.tx);
-        let _ = lane.thread.join();
-    }
+    workers::serve(server.clone(), out);
     server.finish();
     Ok(())
 }

@@ -113,29 +113,56 @@ impl Request {
     }
 
     /// The command line this request stands for, parsed by clap: the
-    /// server's store home and JSON output, the request's session and
-    /// workspace (else the server's), the command and its arguments.
+    /// command and its arguments, with the server's store home and JSON
+    /// output and the request's session and workspace (else the server's).
     pub(crate) fn to_cli(&self, defaults: &Defaults) -> Result<Cli, CliError> {
-        let root = root();
         let op = self.op.as_str();
-        let sub = root
+        PARSERS.with_borrow_mut(|parsers| {
+            let parser = match parsers.get_mut(op) {
+                Some(parser) => parser,
+                None => {
+                    let parser = parser_of(op).ok_or_else(|| {
+                        CliError::usage(
+                            format!("unknown op {:?}", self.op),
+                            "`hello` answers the ops this server knows",
+                        )
+                    })?;
+                    parsers.entry(op.to_owned()).or_insert(parser)
+                }
+            };
+            let argv = self.argv(parser)?;
+            let usage = |e: clap::Error| crate::commands::clap_usage(&e);
+            let matches = parser.try_get_matches_from_mut(argv).map_err(usage)?;
+            let command =
+                <crate::commands::Command as clap::FromArgMatches>::from_arg_matches(&matches)
+                    .map_err(usage)?;
+            // The global flags a request has no field for keep their
+            // defaults, as on a command line that does not give them.
+            Ok(Cli {
+                home: Some(defaults.home.clone()),
+                session: self.session.clone().or_else(|| defaults.session.clone()),
+                workspace: self
+                    .workspace
+                    .clone()
+                    .or_else(|| defaults.workspace.clone()),
+                json: true,
+                color: crate::cli::ColorWhen::Auto,
+                quiet: false,
+                no_pager: false,
+                command,
+            })
+        })
+    }
+
+    /// The arguments of `parser`'s one command, from the request's `args`:
+    /// flags, then the positionals after `--` (so that a value that starts
+    /// with `-` is a value), in the order the command declares them.
+    fn argv(&self, parser: &clap::Command) -> Result<Vec<String>, CliError> {
+        let op = self.op.as_str();
+        let sub = parser
             .find_subcommand(op)
-            .filter(|_| !NOT_OVER_SERVE.contains(&op))
-            .ok_or_else(|| {
-                CliError::usage(
-                    format!("unknown op {:?}", self.op),
-                    "`hello` answers the ops this server knows",
-                )
-            })?;
-        let mut argv: Vec<String> = vec!["turnback".into(), "--json".into()];
-        argv.push(format!("--home={}", defaults.home.display()));
-        if let Some(s) = self.session.as_ref().or(defaults.session.as_ref()) {
-            argv.push(format!("--session={s}"));
-        }
-        if let Some(w) = self.workspace.as_ref().or(defaults.workspace.as_ref()) {
-            argv.push(format!("--workspace={}", w.display()));
-        }
-        argv.push(op.to_owned());
+            .expect("a parser holds its op's command");
+        let mut argv: Vec<String> = vec!["turnback".into(), op.to_owned()];
         let mut positionals = Vec::new();
         for (key, value) in &self.args {
             let name = key.replace('-', "_");
@@ -189,8 +216,6 @@ impl Request {
                 argv.push(format!("--{long}={text}"));
             }
         }
-        // In the order the command declares them; after `--`, so that a
-        // value that starts with `-` is a value.
         let order: Vec<String> = sub
             .get_arguments()
             .filter(|a| a.is_positional())
@@ -201,23 +226,36 @@ impl Request {
             argv.push("--".into());
             argv.extend(positionals.into_iter().map(|(_, v)| v));
         }
-        let usage = |e: clap::Error| crate::commands::clap_usage(&e);
-        let matches = PARSER
-            .with_borrow_mut(|parser| parser.try_get_matches_from_mut(argv))
-            .map_err(usage)?;
-        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).map_err(usage)
+        Ok(argv)
     }
 }
 
 thread_local! {
-    /// Each lane's own copy of [`root`], parsed in place: cloning the whole
-    /// command for every request (and dropping it after) cost more than the
-    /// parse, about 0.1 ms of CPU a request.
-    static PARSER: std::cell::RefCell<clap::Command> = std::cell::RefCell::new(root().clone());
+    /// Each lane's parsers, one per op, made on first use and parsed in
+    /// place. Each is a root holding only its op's command and none of the
+    /// global flags (the request's fields are those): parsing against the
+    /// whole command line, which fills every global flag into the command
+    /// and reads their environment variables, cost about 0.1 ms a request,
+    /// a fifth of what serving a write adds to the library call.
+    static PARSERS: std::cell::RefCell<std::collections::HashMap<String, clap::Command>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
-/// The command line's clap command, built once (building it is most of
-/// what parsing a command line costs).
+/// A root command holding only `op`'s command, built; `None` when `op` is
+/// no command a request may name.
+fn parser_of(op: &str) -> Option<clap::Command> {
+    if NOT_OVER_SERVE.contains(&op) {
+        return None;
+    }
+    let sub = crate::cli::command().find_subcommand(op)?.clone();
+    let mut root = clap::Command::new("turnback")
+        .subcommand_required(true)
+        .subcommand(sub);
+    root.build();
+    Some(root)
+}
+
+/// The command line's clap command, built once: the ops `hello` lists.
 fn root() -> &'static clap::Command {
     static ROOT: std::sync::OnceLock<clap::Command> = std::sync::OnceLock::new();
     ROOT.get_or_init(|| {
