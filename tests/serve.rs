@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::util::{Env, bin, read, sha256_hex, skip, tree_digest};
+use crate::util::{Env, bin, read, run_ok, sha256_hex, skip, tree_digest};
 
 /// How long a response may take before the test fails (a hang must fail).
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -545,6 +545,56 @@ fn a_request_waiting_for_a_later_lines_commit_does_not_stop_the_input() {
         "{second}"
     );
     assert_eq!(read(&file), b"by B\n");
+    s.close();
+}
+
+/// The server reads the settings as a command line does (here the entry cap
+/// and retention, from the environment), and prunes by itself after a change
+/// once the store's day is up, however long it has been running.
+#[test]
+fn the_server_obeys_the_settings_and_prunes_by_itself() {
+    let env = Env::new();
+    // A session another process made and closed: the first change starts
+    // the store's clock.
+    let mut c = env.cmd(Some("old"));
+    c.args(["write", "old.txt"]);
+    run_ok(c, b"old\n", "write");
+    let stamp = env.home.path().join("pruned-at");
+    assert!(stamp.is_file(), "the first change starts the clock");
+    let mut cmd = env.cmd(None);
+    cmd.args(["serve", "--stdio"])
+        .env("TURNBACK_MAX_ENTRIES", "2")
+        .env("TURNBACK_KEEP_SESSIONS", "1")
+        .env("TURNBACK_KEEP_DAYS", "0");
+    let mut s = Served::spawn(&mut cmd);
+    for i in 0..3 {
+        s.ok(json!({"id": i, "op": "write", "session": "B",
+            "args": {"file": "b.txt"}, "content": format!("b{i}")}));
+    }
+    let log = s.ok(json!({"id": "log", "op": "log", "session": "B"}));
+    assert_eq!(
+        log["entries"].as_array().map(Vec::len),
+        Some(2),
+        "the cap of 2 entries: {log}"
+    );
+    assert!(
+        env.home.path().join("sessions/old").is_dir(),
+        "pruned before its day"
+    );
+    // A day later, the same server's next change prunes.
+    let t = std::time::SystemTime::now() - Duration::from_secs(2 * 24 * 3600);
+    File::open(&stamp).unwrap().set_modified(t).unwrap();
+    s.ok(
+        json!({"id": 9, "op": "write", "session": "B", "args": {"file": "b.txt"}, "content": "b9"}),
+    );
+    assert!(
+        !env.home.path().join("sessions/old").exists(),
+        "the server did not prune by itself"
+    );
+    assert!(
+        env.home.path().join("sessions/B").is_dir(),
+        "it pruned its own session"
+    );
     s.close();
 }
 

@@ -86,7 +86,7 @@ pub(crate) enum Command {
 impl Command {
     /// True for the commands that change a session (after which the store
     /// prunes, once a day).
-    fn changes_a_session(&self) -> bool {
+    pub(crate) fn changes_a_session(&self) -> bool {
         use Command as C;
         matches!(
             self,

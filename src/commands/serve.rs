@@ -47,6 +47,9 @@ pub(crate) fn server(cli: &Cli) -> Result<Server, CliError> {
         Some(home) => Store::new(home),
         None => Store::open_default()?,
     };
+    // Read once, as a command line reads them: retention, the caps and
+    // compression, for every request.
+    let store = store.with_settings(turnback_store::Settings::load()?);
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::new(format!("cannot read the current directory: {e}"), None))?;
     let defaults = Defaults {
@@ -79,6 +82,22 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
         server.cwd.clone(),
         server.open.clone(),
     );
+    let done = run_request(server, req, &cli, &ctx);
+    // As after a command line's change: the store's daily prune (a look at
+    // its stamp, hourly again for the server's long-lived store).
+    if done.is_ok() && cli.command.changes_a_session() {
+        ctx.prune_if_due();
+    }
+    done
+}
+
+/// Runs request `req`, parsed as `cli`, in `ctx`.
+fn run_request(
+    server: &Server,
+    req: &Request,
+    cli: &Cli,
+    ctx: &Context,
+) -> Result<Box<dyn Report>, CliError> {
     match &cli.command {
         Command::Write(args) => {
             let content = req.content.as_deref().ok_or_else(|| {
@@ -87,7 +106,7 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
                     "give them as \"content\" (UTF-8) or \"content_base64\"",
                 )
             })?;
-            write::write_from(&ctx, args, content).map(boxed)
+            write::write_from(ctx, args, content).map(boxed)
         }
         // A scan bracket holds no lock: it runs as a process runs it.
         Command::Checkpoint(args) if !args.scan => {
@@ -114,7 +133,7 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
                     entry: done?,
                     prefix: "committed ",
                 })),
-                None => in_context(&ctx, &cli.command),
+                None => in_context(ctx, &cli.command),
             }
         }
         Command::Rollback(args) if matches!(args.id(), Id::Entry(_)) => {
@@ -123,17 +142,17 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
                 unreachable!("matched above")
             };
             if !server.held.holds(session.id(), id) {
-                return in_context(&ctx, &cli.command);
+                return in_context(ctx, &cli.command);
             }
             if flags.force {
                 // A forced rollback by number takes the file's lock itself.
                 server.held.release(session.id(), id);
-                return in_context(&ctx, &cli.command);
+                return in_context(ctx, &cli.command);
             }
             if flags.dry_run {
                 return match server.held.preview(session.id(), id) {
                     Some(r) => Ok(boxed(reverted(&session, format!("rollback of {id}"), r?)?)),
-                    None => in_context(&ctx, &cli.command),
+                    None => in_context(ctx, &cli.command),
                 };
             }
             let entry = session.entries()?.into_iter().find(|e| e.seq == id);
@@ -146,9 +165,9 @@ fn answer(server: &Server, req: &Request) -> Result<Box<dyn Report>, CliError> {
                         entry,
                     }))
                 }
-                None => in_context(&ctx, &cli.command),
+                None => in_context(ctx, &cli.command),
             }
         }
-        command => in_context(&ctx, command),
+        command => in_context(ctx, command),
     }
 }

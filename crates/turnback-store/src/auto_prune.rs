@@ -4,8 +4,8 @@
 //! `<home>/pruned-at`'s modification time says when the store last pruned by
 //! itself. [`Store::prune_if_due`], which a caller runs once its change is
 //! done and its locks released (the command line does after every command
-//! that changes a session), checks it (one `stat`, once per store handle);
-//! when it is a day old, the process *tries* `<home>/prune.lock`
+//! that changes a session, and `turnback serve` after every request that
+//! does), checks it (one `stat`); when it is a day old, the process *tries* `<home>/prune.lock`
 //! (another prune running: skip), looks at the stamp again under it, prunes
 //! with the settings in force (never the session in use), and stamps. A home
 //! without a stamp gets one and is not pruned: the clock starts with the first
@@ -26,14 +26,11 @@ impl Store {
     /// After a change to session `in_use`, with no lock of the store held:
     /// prunes with the store's settings if the last prune by itself is
     /// [`AUTO_PRUNE_INTERVAL`] old and no prune is running (it never waits);
-    /// what it did, or `None`. Once per store handle (and its clones); an
-    /// error is ignored (the next day's change tries again), since the change
-    /// it follows has succeeded. Never removes `in_use`, nor a session a live
+    /// what it did, or `None`. One `stat` when it is not due, so a long-lived
+    /// caller may call it after every change. An error is ignored (the next
+    /// day's change tries again), since the change it follows has succeeded. Never removes `in_use`, nor a session a live
     /// process has open.
     pub fn prune_if_due(&self, in_use: Option<&str>) -> Option<crate::PruneReport> {
-        if !self.first_auto_prune_check() {
-            return None;
-        }
         let stamp = self.home().join(PRUNE_STAMP);
         if !self.stamp_is_due(&stamp) {
             return None;
@@ -164,6 +161,9 @@ mod tests {
         drop(held);
         let fresh = Store::new(home.path());
         assert!(fresh.prune_if_due(Some("a")).is_some(), "free: pruned");
-        assert!(fresh.prune_if_due(Some("a")).is_none(), "once per handle");
+        assert!(fresh.prune_if_due(Some("a")).is_none(), "stamped: not due");
+        // The same handle a day later (a long-lived server's): due again.
+        old(&stamp, 2);
+        assert!(fresh.prune_if_due(Some("a")).is_some(), "a day later");
     }
 }

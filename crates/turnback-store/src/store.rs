@@ -4,7 +4,6 @@
 //! listing the sessions is `listing.rs`.)
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -47,9 +46,6 @@ pub struct Store {
     /// Retention and the per-session caps, as the caller loaded them
     /// ([`Settings::load`]); the defaults unless given.
     settings: Arc<Settings>,
-    /// Set once a change through this handle has looked whether the store
-    /// is due to prune by itself (`auto_prune.rs`).
-    auto_prune_checked: Arc<AtomicBool>,
     /// Set once the home and `locks/` passed their check (`trust.rs`): a
     /// writer takes a file lock for every change, and the check need not
     /// cost that often.
@@ -78,7 +74,6 @@ impl Store {
             home,
             options: Options::default(),
             settings: Arc::new(Settings::default()),
-            auto_prune_checked: Arc::new(AtomicBool::new(false)),
             locks_checked: Arc::new(OnceLock::new()),
             notices: Arc::new(Mutex::new(Vec::new())),
             real_home: Arc::new(OnceLock::new()),
@@ -101,12 +96,6 @@ impl Store {
     /// The settings in force.
     pub fn settings(&self) -> &Settings {
         &self.settings
-    }
-
-    /// True the first time only (for this handle and its clones): whether a
-    /// change should look if the store is due to prune by itself.
-    pub(crate) fn first_auto_prune_check(&self) -> bool {
-        !self.auto_prune_checked.swap(true, Ordering::Relaxed)
     }
 
     /// The home directory.
