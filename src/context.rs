@@ -1,8 +1,7 @@
 //! Turns global flags into the store, session and workspace a command works on.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use turnback::errors::Kind;
 use turnback_store::{ChoiceReason, ErrorKind, Session, SessionChoice, Settings, Store, Workspace};
@@ -33,7 +32,7 @@ pub(crate) struct Context {
 }
 
 /// Agent sessions kept open by id, shared by the requests of one server.
-pub(crate) type OpenSessions = Arc<Mutex<HashMap<String, Session>>>;
+pub(crate) type OpenSessions = Arc<crate::serve::OpenSessions>;
 
 impl Context {
     pub(crate) fn new(cli: &Cli, render: Renderer) -> Result<Context, CliError> {
@@ -166,15 +165,7 @@ impl Context {
         let Some(open) = &self.open else {
             return Ok(self.confine(self.store.session(id)?));
         };
-        let mut open = open.lock().unwrap_or_else(|p| p.into_inner());
-        let session = match open.get(id) {
-            Some(s) => s.clone(),
-            None => {
-                let s = self.store.session(id)?;
-                open.insert(id.to_owned(), s.clone());
-                s
-            }
-        };
+        let session = open.get_or_open(id, std::time::Instant::now(), || self.store.session(id))?;
         Ok(self.confine(session))
     }
 

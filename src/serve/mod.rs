@@ -13,9 +13,9 @@
 
 mod held;
 mod request;
+mod sessions;
 mod workers;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,11 +25,11 @@ use serde_json::{Value, json};
 use turnback_store::Store;
 
 use crate::commands::CliError;
-use crate::context::OpenSessions;
 use crate::render::Report;
 
 pub(crate) use held::Held;
 pub(crate) use request::{Defaults, Request};
+pub(crate) use sessions::OpenSessions;
 
 /// The version of the protocol; a client that says another in `hello` is
 /// refused. It changes only when an old client could misread a response.
@@ -47,7 +47,7 @@ pub(crate) struct Server {
     /// The session and workspace of a request that names none.
     pub defaults: Defaults,
     /// The agent sessions opened so far.
-    pub open: OpenSessions,
+    pub open: Arc<OpenSessions>,
     /// The checkpoints taken through the server and not yet ended.
     pub held: Held,
     answer: Answer,
@@ -60,7 +60,7 @@ impl Server {
             store,
             cwd,
             defaults,
-            open: Arc::new(Mutex::new(HashMap::new())),
+            open: Arc::new(OpenSessions::default()),
             held: Held::default(),
             answer,
         }
