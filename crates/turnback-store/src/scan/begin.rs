@@ -81,19 +81,43 @@ impl Session {
         crate::sys::create_store_dir_all(&scans)
             .map_err(crate::Error::io("create directory", &scans))?;
         let clock = walk::fs_now(&scans.join(".clock"))?;
-        let git = super::git::read_index(&root)?;
         let mut skip: HashSet<std::path::PathBuf> = HashSet::new();
         if let Ok(home) = std::fs::canonicalize(self.store().home()) {
             skip.insert(home);
         }
-        let mut tracked: Vec<String> = Vec::new();
+        // git reads its index (another process) while the walk runs: the
+        // two are most of a beginning, and the walk needs the index only to
+        // stay out of submodules. So the two overlap unless the repository
+        // has a `.gitmodules` (a submodule's files would be walked for
+        // nothing); a gitlink without one is walked, and dropped below.
+        let (git, found) = if super::git::may_have_submodules(&root) {
+            let git = super::git::read_index(&root)?;
+            if let Some(g) = &git {
+                skip.extend(g.submodules.iter().map(|s| root.join(s)));
+            }
+            (git, walk::list(&root, &skip)?)
+        } else {
+            let (git, found) = std::thread::scope(|scope| {
+                let git = scope.spawn(|| super::git::read_index(&root));
+                let found = walk::list(&root, &skip);
+                let git = git.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (git, found)
+            });
+            (git?, found?)
+        };
+        let mut found = found;
         let mut skipped: Vec<String> = Vec::new();
         if let Some(g) = &git {
-            skip.extend(g.submodules.iter().map(|s| root.join(s)));
             skipped.extend(g.submodules.iter().cloned());
-            tracked.extend(g.entries.keys().cloned());
+            walk::drop_under(&mut found, &skipped);
+            let tracked: Vec<String> = g
+                .entries
+                .keys()
+                .filter(|p| !found.files.contains_key(*p))
+                .cloned()
+                .collect();
+            walk::add_also(&root, &mut found, &tracked);
         }
-        let found = walk::walk(&root, &skip, &tracked)?;
         let identity = workspace.identity();
         let mut baseline: Option<Baseline> = None;
         let mut files = Vec::with_capacity(found.files.len());

@@ -74,6 +74,14 @@ fn index_file(root: &Path) -> Option<PathBuf> {
     None
 }
 
+/// True when the work tree `root` is in has a `.gitmodules`: it may have
+/// submodules, whose directories a walk must not enter (false outside git).
+pub(crate) fn may_have_submodules(root: &Path) -> bool {
+    root.ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+        .is_some_and(|top| std::fs::symlink_metadata(top.join(".gitmodules")).is_ok())
+}
+
 /// Reads the index of `root`'s repository (see [`GitIndex`]): one `git`
 /// process, which fails outside a work tree.
 pub(crate) fn read_index(root: &Path) -> Result<Option<GitIndex>> {

@@ -75,6 +75,13 @@ pub(crate) struct Found {
 /// paths) and what the ignore files exclude; `also` are paths (tracked
 /// files git knows) to look at even if an ignore file names them.
 pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Result<Found> {
+    let mut found = list(root, skip)?;
+    add_also(root, &mut found, also);
+    Ok(found)
+}
+
+/// [`walk`] without `also`: what the walk itself finds.
+pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
     let mut found = Found::default();
     let skip_in = skip.clone();
     // One thread: on a small machine the parallel walker's threads cost more
@@ -91,9 +98,10 @@ pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Res
         .follow_links(false)
         .filter_entry(move |e| {
             let name = e.file_name();
+            // Only directories are skipped: no hashing of every file's path.
             name != ".git"
                 && !name.to_str().is_some_and(is_temp_name)
-                && !skip_in.contains(e.path())
+                && !(e.file_type().is_some_and(|t| t.is_dir()) && skip_in.contains(e.path()))
         })
         .build();
     for entry in walker {
@@ -133,6 +141,12 @@ pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Res
             }
         }
     }
+    Ok(found)
+}
+
+/// Adds to `found` each of `also` (paths under `root`) that the walk left
+/// out (an ignore file names it) and that is a file or a link now.
+pub(crate) fn add_also(root: &Path, found: &mut Found, also: &[String]) {
     for p in also {
         if found.files.contains_key(p) {
             continue;
@@ -144,14 +158,35 @@ pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Res
             }
         }
     }
-    Ok(found)
+}
+
+/// Drops from `found` what lies in one of `dirs` (relative paths), and the
+/// directories themselves: a listing made before the submodules were known.
+pub(crate) fn drop_under(found: &mut Found, dirs: &[String]) {
+    if dirs.is_empty() {
+        return;
+    }
+    let inside = |p: &str| {
+        dirs.iter().any(|d| {
+            p.strip_prefix(d.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    };
+    found.files.retain(|p, _| !inside(p));
+    found.dirs.retain(|p, _| !inside(p));
 }
 
 /// `path` under `root` as a `/`-separated relative path (`None`: not UTF-8).
 fn rel_of(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
-    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
-    Some(parts?.join("/"))
+    let mut out = String::with_capacity(rel.as_os_str().len());
+    for c in rel.components() {
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(c.as_os_str().to_str()?);
+    }
+    Some(out)
 }
 
 /// The file system's clock now, as it stamps files (a coarse clock: a tick
