@@ -126,6 +126,9 @@ impl Env {
             // The settings are the defaults unless a test writes a config
             // file (`config_file`): never the config of the user running them.
             .env("XDG_CONFIG_HOME", self.config_home())
+            // Times print in the local zone: the same one wherever the
+            // tests run (a picker's lines end in "UTC").
+            .env("TZ", "UTC")
             .env_remove("TURNBACK_KEEP_SESSIONS")
             .env_remove("TURNBACK_KEEP_DAYS")
             .env_remove("TURNBACK_MAX_ENTRIES")
