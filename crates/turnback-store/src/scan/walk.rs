@@ -30,16 +30,24 @@ pub(crate) struct Stat {
 const S_IFMT: u32 = 0o170_000;
 const S_IFREG: u32 = 0o100_000;
 const S_IFLNK: u32 = 0o120_000;
+const S_IFDIR: u32 = 0o040_000;
 
 impl Stat {
     pub(crate) fn of(md: &std::fs::Metadata) -> Stat {
-        let (mode, size, times, ino) = sys::scan_stat(md);
+        Stat::from_parts(sys::scan_stat(md))
+    }
+
+    fn from_parts((mode, size, times, ino): (u32, u64, [i64; 4], u64)) -> Stat {
         Stat {
             mode,
             size,
             times,
             ino,
         }
+    }
+
+    fn is_dir(&self) -> bool {
+        self.mode & S_IFMT == S_IFDIR
     }
 
     pub(crate) fn is_file(&self) -> bool {
@@ -104,6 +112,7 @@ pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
                 && !(e.file_type().is_some_and(|t| t.is_dir()) && skip_in.contains(e.path()))
         })
         .build();
+    let mut parents = Parents::default();
     for entry in walker {
         let entry = match entry {
             Ok(e) => e,
@@ -128,20 +137,53 @@ pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
         let Some(rel) = rel_of(root, entry.path()) else {
             continue;
         };
-        // The walker's own lstat (it does not follow links).
-        let Ok(md) = entry.metadata() else {
+        // An lstat (links are not followed), by name in its directory.
+        let Some(st) = parents.stat(entry.path()) else {
             continue;
         };
-        if md.is_dir() {
-            found.dirs.insert(rel, Stat::of(&md).perms());
-        } else {
-            let st = Stat::of(&md);
-            if st.is_file() || st.is_link() {
-                found.files.insert(rel, st);
-            }
+        if st.is_dir() {
+            found.dirs.insert(rel, st.perms());
+        } else if st.is_file() || st.is_link() {
+            found.files.insert(rel, st);
         }
     }
     Ok(found)
+}
+
+/// The directories open on the way down to the entry the walk is at (it
+/// goes depth first), so that each entry is stat'ed by its name in its
+/// directory instead of by a path the kernel walks from the root again.
+#[derive(Default)]
+struct Parents {
+    open: Vec<(PathBuf, std::os::fd::OwnedFd)>,
+}
+
+impl Parents {
+    /// The entry at `path`, as an lstat gives it; `None` when it is gone.
+    fn stat(&mut self, path: &Path) -> Option<Stat> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return None;
+        };
+        while self
+            .open
+            .last()
+            .is_some_and(|(p, _)| !parent.starts_with(p))
+        {
+            self.open.pop();
+        }
+        if self.open.last().is_none_or(|(p, _)| p != parent) {
+            match sys::open_scan_dir(parent) {
+                Ok(fd) => self.open.push((parent.to_owned(), fd)),
+                // Gone, or no longer a directory: the path tells.
+                Err(_) => {
+                    let md = std::fs::symlink_metadata(path).ok()?;
+                    return Some(Stat::of(&md));
+                }
+            }
+        }
+        let (_, dir) = self.open.last().expect("pushed");
+        sys::scan_stat_at(dir, name).ok().map(Stat::from_parts)
+    }
 }
 
 /// Adds to `found` each of `also` (paths under `root`) that the walk left

@@ -388,6 +388,38 @@ pub(crate) fn scan_stat(md: &std::fs::Metadata) -> (u32, u64, [i64; 4], u64) {
     )
 }
 
+/// A directory a scan lists, opened to look at its entries by name alone
+/// (`O_PATH` where there is one: nothing is read through it).
+pub(crate) fn open_scan_dir(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
+    #[cfg(target_os = "linux")]
+    let how = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    #[cfg(not(target_os = "linux"))]
+    let how = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::open(path, how, Mode::empty())?)
+}
+
+/// [`scan_stat`] of the entry `name` of the directory `dir`, not following
+/// a link: one name looked up, where a whole path walks every component.
+pub(crate) fn scan_stat_at(
+    dir: &impl AsFd,
+    name: &std::ffi::OsStr,
+) -> io::Result<(u32, u64, [i64; 4], u64)> {
+    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    // The field types differ between platforms; every value fits.
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    Ok((
+        st.st_mode as u32,
+        st.st_size as u64,
+        [
+            st.st_mtime as i64,
+            st.st_mtime_nsec as i64,
+            st.st_ctime as i64,
+            st.st_ctime_nsec as i64,
+        ],
+        st.st_ino as u64,
+    ))
+}
+
 /// The target of the symbolic link at `path`, as bytes.
 pub(crate) fn link_target_bytes(path: &std::path::Path) -> io::Result<Vec<u8>> {
     use std::os::unix::ffi::OsStrExt;
