@@ -94,11 +94,19 @@ pub fn file_revert(f: &FileRevert, diff: Option<&FileDiff>) -> Value {
         "workspace": f.workspace,
         "path": f.path,
         "entries": f.seqs,
-        "action": match f.action { RevertAction::Write { .. } => "write", RevertAction::Delete => "delete", RevertAction::Directory => "directory" },
+        "action": match f.action {
+            RevertAction::Write { .. } => "write",
+            RevertAction::Delete => "delete",
+            RevertAction::Directory => "directory",
+            RevertAction::KeepDirectory { .. } => "keep-directory",
+        },
         "status": status(&f.status),
         "changed_by": changed_by(&f.status),
         "target": state(&f.target),
     });
+    if let RevertAction::KeepDirectory { holding } = &f.action {
+        v["holding"] = json!(holding);
+    }
     if let Some(d) = diff {
         v["diff"] = diff_body(&d.body);
     }

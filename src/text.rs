@@ -163,6 +163,11 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
         (_, RevertAction::Directory) => {
             verb("made again (a directory)", "make again (a directory)")
         }
+        (_, RevertAction::KeepDirectory { holding }) => format!(
+            "{} (a directory holding {}, which the changes reverted did not make)",
+            verb("kept", "keep"),
+            escape(holding)
+        ),
     };
     let status = match &f.status {
         FileStatus::Safe | FileStatus::AlreadyReverted => String::new(),

@@ -660,3 +660,97 @@ fn a_rollback_in_another_process_puts_swapped_trees_back() {
     let s = Store::new(env.home.path()).open_session("agent").unwrap();
     assert!(s.entries().unwrap().is_empty());
 }
+
+/// A rollback over a file the command replaced by a directory that now holds
+/// a file the scan did not record (an ignored log) is refused up front, as
+/// an undo is (`not-empty`, exit code 3, the file named), touching nothing;
+/// the scan stays open and rolls back once the log is gone.
+#[test]
+fn a_rollback_over_a_swapped_directory_holding_an_ignored_file_is_refused_up_front() {
+    let env = workspace(false);
+    let start = scope_digest(&env);
+    let id = ok(
+        run(&env, Some("agent"), &["checkpoint", "--scan", "-m", "c"]),
+        "checkpoint --scan",
+    );
+    let cmd = "echo changed > src/lib.rs && rm tool.sh && mkdir -p tool.sh/sub \
+        && echo x > tool.sh/x && echo log > tool.sh/sub/build.log";
+    let sh = env.command("sh", None).args(["-c", cmd]).status().unwrap();
+    assert!(sh.success());
+    let held = util::tree_digest(env.ws.path());
+    let out = run(&env, Some("agent"), &["--json", "rollback", id.trim()]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"not-empty\""), "{err}");
+    assert!(
+        err.contains("tool.sh/sub/build.log"),
+        "names the file: {err}"
+    );
+    assert_eq!(util::tree_digest(env.ws.path()), held, "nothing touched");
+    let text = run(&env, Some("agent"), &["rollback", id.trim()]);
+    assert_eq!(text.status.code(), Some(3), "{text:?}");
+    let err = String::from_utf8_lossy(&text.stderr);
+    assert!(err.contains("tool.sh/sub/build.log"), "{err}");
+    assert!(
+        err.contains("hint: move what the directory holds elsewhere"),
+        "no --force to suggest: {err}"
+    );
+    std::fs::remove_file(env.path("tool.sh/sub/build.log")).unwrap();
+    ok(
+        run(&env, Some("agent"), &["rollback", id.trim()]),
+        "rollback",
+    );
+    assert_eq!(scope_digest(&env), start);
+}
+
+/// A directory the command made that holds an ignored file stays on undo and
+/// on rollback, and each says so (kept, and what it holds), in text and in
+/// `--json`, instead of reporting it deleted.
+#[test]
+fn a_made_directory_kept_for_an_ignored_file_is_reported_kept() {
+    let env = workspace(false);
+    let cmd = "mkdir -p logs && echo log > logs/run.log && echo x > gone.txt";
+    ok(
+        run(&env, Some("agent"), &["run", "--", "sh", "-c", cmd]),
+        "run",
+    );
+    let text = ok(run(&env, Some("agent"), &["undo", "--dry-run"]), "preview");
+    assert!(
+        text.contains("logs: keep (a directory holding logs/run.log"),
+        "{text}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&ok(run(&env, Some("agent"), &["--json", "undo"]), "undo")).unwrap();
+    let logs = r["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "logs")
+        .unwrap()
+        .clone();
+    assert_eq!(logs["action"], "keep-directory", "{r}");
+    assert_eq!(logs["holding"], "logs/run.log", "{r}");
+    assert_eq!(util::read_text(env.path("logs/run.log")), "log\n");
+    assert_eq!(util::read_text(env.path("gone.txt")), "gone\n");
+    // Through the two-process bracket, rolled back.
+    let id = ok(
+        run(&env, Some("agent"), &["checkpoint", "--scan", "-m", "c"]),
+        "checkpoint --scan",
+    );
+    let sh = env
+        .command("sh", None)
+        .args(["-c", "mkdir -p out && echo o > out/o.log && echo y > out/y"])
+        .status()
+        .unwrap();
+    assert!(sh.success());
+    let text = ok(
+        run(&env, Some("agent"), &["rollback", id.trim()]),
+        "rollback",
+    );
+    assert!(text.contains("1 file put back, 1 directory kept"), "{text}");
+    assert!(
+        text.contains("out  created (a directory); kept: it holds out/o.log"),
+        "{text}"
+    );
+    assert!(!env.path("out/y").exists());
+}

@@ -61,6 +61,9 @@ impl Report for Scanned {
                 if c.directory {
                     v["directory"] = json!(true);
                 }
+                if let Some(holding) = &c.kept {
+                    v["kept"] = json!({ "holding": holding });
+                }
                 v
             })
             .collect();
@@ -101,7 +104,17 @@ impl Report for Scanned {
             Some(c) => format!("`{}`", escape(c)),
             None => format!("scan {}", r.id),
         };
-        let mut s = if r.rolled_back {
+        let kept = r.changes.iter().filter(|c| c.kept.is_some()).count();
+        let mut s = if r.rolled_back && kept > 0 {
+            let put = n - kept;
+            let files = if put == 1 { "file" } else { "files" };
+            let dirs = if kept == 1 {
+                "directory"
+            } else {
+                "directories"
+            };
+            format!("{what} rolled back: {put} {files} put back, {kept} {dirs} kept\n")
+        } else if r.rolled_back {
             format!("{what} rolled back: {n} {files} put back\n")
         } else if n == 0 {
             format!("{what} changed no file (session {})\n", r.session)
@@ -119,8 +132,15 @@ impl Report for Scanned {
             };
             let seq = c.seq.map(|n| format!("#{n:<4} ")).unwrap_or_default();
             let dir = if c.directory { " (a directory)" } else { "" };
+            let kept = match &c.kept {
+                Some(h) => format!(
+                    "; kept: it holds {}, which the scan did not record",
+                    escape(h)
+                ),
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "  {seq}{}  {}{dir}{shared}\n",
+                "  {seq}{}  {}{dir}{kept}{shared}\n",
                 out.paint(turnback::output::Role::Path, &escape(&c.path)),
                 kind(c.kind)
             ));

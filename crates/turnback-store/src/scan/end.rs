@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState, ScanMark};
 use crate::relpath::RelPath;
-use crate::revert::{self, RevertOptions};
+use crate::revert::{self, RevertAction, RevertOptions};
 use crate::session::{Draft, Session};
 use crate::workspace::Workspace;
 
@@ -24,91 +24,8 @@ use super::changes::{self, Candidate};
 use super::dirs::{self, DirChanges};
 use super::git;
 use super::record::{self, Header, Record, Source};
+use super::report::{self, RolledBack, ScanChangeKind, ScanReport, Unrecorded};
 use super::walk::Stat;
-
-/// What a committed (or rolled back) scan found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanReport {
-    /// The scan's id.
-    pub id: String,
-    /// The session.
-    pub session: String,
-    /// The message its entries are recorded under.
-    pub message_id: String,
-    /// The command line it bracketed, where known.
-    pub command: Option<String>,
-    /// Each change found, in path order.
-    pub changes: Vec<ScanChange>,
-    /// Changes found that no entry records, and why.
-    pub unrecorded: Vec<Unrecorded>,
-    /// True for a rollback: the changes were put back, nothing recorded.
-    pub rolled_back: bool,
-}
-
-/// One file (or directory) a scan found changed, and its entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanChange {
-    /// The path relative to the workspace.
-    pub path: String,
-    /// What happened to it.
-    pub kind: ScanChangeKind,
-    /// True for a directory: one the command made, or removed, or that now
-    /// stands where a file was ([`ScanChangeKind::Replaced`]).
-    pub directory: bool,
-    /// Its entry (none after a rollback).
-    pub seq: Option<u64>,
-    /// Other sessions whose scans saw the same change (an undo refuses).
-    pub shared_with: Vec<String>,
-}
-
-/// What a command did to a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScanChangeKind {
-    /// New contents (and maybe a new mode).
-    Modified,
-    /// Only the permission bits changed.
-    ModeChanged,
-    /// It did not exist before.
-    Created,
-    /// It no longer exists (a rename is a delete and a create).
-    Deleted,
-    /// A file became a directory, or a directory a file
-    /// ([`ScanChange::directory`] says which it is now).
-    Replaced,
-}
-
-/// A change a scan found but does not record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unrecorded {
-    /// A symbolic link was made, changed or removed: not undoable.
-    Link {
-        /// The path.
-        path: String,
-    },
-    /// A file over the size limit changed: it was not backed up.
-    TooBig {
-        /// The path.
-        path: String,
-        /// Its size when the scan began (or now, for a new one).
-        size: u64,
-    },
-    /// Another session (or this one) recorded this change during the
-    /// bracket: it is that session's.
-    RecordedBy {
-        /// The path.
-        path: String,
-        /// The session that recorded it.
-        session: String,
-    },
-    /// Its contents before the command could not be had (a git object
-    /// gone, a file a filter changes): not backed up.
-    NoBackup {
-        /// The path.
-        path: String,
-        /// Why.
-        reason: String,
-    },
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -175,7 +92,8 @@ impl Session {
             self.view(|idx| idx.entries.iter().filter(|e| mine(e)).cloned().collect())?;
         if !already.is_empty() {
             // A commit or rollback that died after recording: finish it.
-            return self.finish(&rec, &ws, how, already, Vec::new());
+            let known = RolledBack::default();
+            return self.finish(&rec, &ws, how, already, Vec::new(), known);
         }
         let mut skip = HashSet::new();
         if let Ok(home) = std::fs::canonicalize(self.store().home()) {
@@ -194,6 +112,11 @@ impl Session {
         let _locks = self.lock_files(&files)?;
         let mut unrecorded = Vec::new();
         let found = self.resolve(&rec, &ws, candidates, dirs, &mut unrecorded)?;
+        if how == End::Rollback {
+            // Refused here, as an undo would refuse, rather than part way.
+            let drafts: Vec<&Draft> = found.iter().map(|f| &f.draft).collect();
+            super::refuse::not_empty(self.id(), &ws, &drafts)?;
+        }
         crate::crash::point("scan-backed-up");
         let not_undoable: Vec<String> = unrecorded
             .iter()
@@ -204,6 +127,13 @@ impl Session {
                 | Unrecorded::NoBackup { path, .. } => Some(path.clone()),
             })
             .collect();
+        // What each change was: a rollback's entries record no "after".
+        let mut known = RolledBack::default();
+        for f in &found {
+            let after = f.draft.after.as_ref().expect("a change found");
+            let dir = after.is_dir() || (!after.exists && f.draft.before.is_dir());
+            known.changes.insert(f.draft.rel.to_string(), (f.kind, dir));
+        }
         let (drafts, marks): (Vec<Draft>, Vec<ScanMark>) = found
             .into_iter()
             .map(|mut f| {
@@ -226,11 +156,12 @@ impl Session {
         };
         crate::crash::point("scan-recorded");
         drop(_locks);
-        self.finish(&rec, &ws, how, entries, unrecorded)
+        self.finish(&rec, &ws, how, entries, unrecorded, known)
     }
 
     /// Closes the scan once its entries are recorded (a rollback first
-    /// rolls each back, newest first).
+    /// rolls each back, newest first, noting in `known` each directory it
+    /// keeps).
     fn finish(
         &self,
         rec: &Record,
@@ -238,6 +169,7 @@ impl Session {
         how: End,
         entries: Vec<Entry>,
         unrecorded: Vec<Unrecorded>,
+        mut known: RolledBack,
     ) -> Result<ScanReport> {
         if how == End::Rollback {
             for e in entries.iter().rev() {
@@ -245,13 +177,28 @@ impl Session {
                 let _lock = self.lock_file(ws, &rel)?;
                 let held = BTreeSet::from([rel.under(ws.root())]);
                 match revert::rollback(self, e.seq, RevertOptions::default(), &held) {
-                    Ok(_) | Err(Error::NoSuchEntry { .. }) => {}
+                    Ok(r) => {
+                        known
+                            .kept
+                            .extend(r.files.into_iter().filter_map(|f| match f.action {
+                                RevertAction::KeepDirectory { holding } => Some((f.path, holding)),
+                                _ => None,
+                            }))
+                    }
+                    Err(Error::NoSuchEntry { .. }) => {}
                     Err(err) => return Err(err),
                 }
             }
         }
         record::remove(self.session_dir(), &rec.header.id)?;
-        Ok(report(&rec.header, self.id(), how, &entries, unrecorded))
+        let rolled_back = (how == End::Rollback).then_some(&known);
+        Ok(report::report(
+            &rec.header,
+            self.id(),
+            rolled_back,
+            &entries,
+            unrecorded,
+        ))
     }
 
     /// Decides each candidate under its file's lock: unchanged after all,
@@ -467,17 +414,7 @@ fn attribute(
     );
     shared_with.sort();
     shared_with.dedup();
-    let kind = if !before.exists {
-        ScanChangeKind::Created
-    } else if !now.exists {
-        ScanChangeKind::Deleted
-    } else if before.is_dir() != now.is_dir() {
-        ScanChangeKind::Replaced
-    } else if now.same_contents(&before) {
-        ScanChangeKind::ModeChanged
-    } else {
-        ScanChangeKind::Modified
-    };
+    let kind = report::kind_of(&before, &now);
     Some(Found {
         draft: Draft {
             rel,
@@ -504,51 +441,4 @@ struct Others<'a> {
 fn link_target(ws: &Workspace, path: &str) -> Option<String> {
     let t = crate::sys::link_target_bytes(&ws.root().join(path)).ok()?;
     Some(String::from_utf8_lossy(&t).into_owned())
-}
-
-fn report(
-    h: &Header,
-    session: &str,
-    how: End,
-    entries: &[Entry],
-    unrecorded: Vec<Unrecorded>,
-) -> ScanReport {
-    let mut changes: Vec<ScanChange> = entries
-        .iter()
-        .map(|e| {
-            let after = e.after.clone().unwrap_or_else(FileState::absent);
-            let kind = if !e.before.exists {
-                ScanChangeKind::Created
-            } else if !after.exists && how == End::Commit {
-                ScanChangeKind::Deleted
-            } else if after.exists && after.is_dir() != e.before.is_dir() {
-                ScanChangeKind::Replaced
-            } else if after.same_contents(&e.before) && how == End::Commit {
-                ScanChangeKind::ModeChanged
-            } else {
-                ScanChangeKind::Modified
-            };
-            ScanChange {
-                path: e.path.clone(),
-                kind,
-                directory: after.is_dir() || (!after.exists && e.before.is_dir()),
-                seq: (how == End::Commit).then_some(e.seq),
-                shared_with: e
-                    .scan
-                    .as_ref()
-                    .map(|m| m.shared_with.clone())
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
-    ScanReport {
-        id: h.id.clone(),
-        session: session.to_owned(),
-        message_id: h.message_id.clone(),
-        command: h.command.clone(),
-        changes,
-        unrecorded,
-        rolled_back: how == End::Rollback,
-    }
 }
