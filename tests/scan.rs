@@ -754,3 +754,52 @@ fn a_made_directory_kept_for_an_ignored_file_is_reported_kept() {
     );
     assert!(!env.path("out/y").exists());
 }
+
+/// A `chmod` of a directory through `run` is recorded (`mode-changed`, a
+/// directory) and undone and redone, every mode exactly.
+#[test]
+fn a_directory_chmod_through_run_undoes_and_redoes() {
+    let env = workspace(false);
+    let start = scope_digest(&env);
+    let r: serde_json::Value = serde_json::from_str(&ok(
+        run(
+            &env,
+            Some("agent"),
+            &[
+                "--json",
+                "run",
+                "--",
+                "sh",
+                "-c",
+                "chmod 700 src && chmod 711 dir",
+            ],
+        ),
+        "run",
+    ))
+    .unwrap();
+    let changes: Vec<(&str, &str, bool)> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap(),
+                c["change"].as_str().unwrap(),
+                c["directory"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [("dir", "mode-changed", true), ("src", "mode-changed", true)],
+        "{r}"
+    );
+    let after = scope_digest(&env);
+    let log = ok(run(&env, Some("agent"), &["log"]), "log");
+    assert!(log.contains("directory's mode changed"), "{log}");
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(scope_digest(&env), start);
+    ok(run(&env, Some("agent"), &["redo"]), "redo");
+    assert_eq!(scope_digest(&env), after);
+    assert_eq!(util::mode_of(&env.path("src")) & 0o777, 0o700);
+}

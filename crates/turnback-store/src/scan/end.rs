@@ -47,8 +47,15 @@ impl Found {
     /// writes back the files: the files restored, then the directories
     /// removed (deepest first), then what was made or replaced (outermost
     /// first). A redo goes the other way.
+    ///
+    /// A directory's new mode goes among the files, before what is inside
+    /// it (a redo opens it before it writes there), unless it shuts out its
+    /// owner (no `u+wx`): then last, so that a redo writes inside first and
+    /// an undo opens it again before anything else.
     fn order(&self) -> (u8, std::cmp::Reverse<String>, String) {
         let path = self.draft.rel.to_string();
+        let after = self.draft.after.as_ref();
+        let shut = after.is_some_and(|a| a.is_dir() && a.mode.is_some_and(|m| m & 0o300 != 0o300));
         match self.kind {
             ScanChangeKind::Deleted if self.draft.before.is_dir() => {
                 (1, std::cmp::Reverse(path), String::new())
@@ -56,6 +63,7 @@ impl Found {
             ScanChangeKind::Created | ScanChangeKind::Replaced => {
                 (2, std::cmp::Reverse(String::new()), path)
             }
+            ScanChangeKind::ModeChanged if shut => (3, std::cmp::Reverse(String::new()), path),
             _ => (0, std::cmp::Reverse(String::new()), path),
         }
     }
@@ -107,6 +115,7 @@ impl Session {
             .map(|c| c.path.as_str())
             .chain(dirs.made.keys().map(String::as_str))
             .chain(dirs.removed.keys().map(String::as_str))
+            .chain(dirs.moded.keys().map(String::as_str))
             .map(|p| ws.root().join(p))
             .collect();
         let _locks = self.lock_files(&files)?;
@@ -229,6 +238,7 @@ impl Session {
             .map(|c| c.path.as_str())
             .chain(dirs.made.keys().map(String::as_str))
             .chain(dirs.removed.keys().map(String::as_str))
+            .chain(dirs.moded.keys().map(String::as_str))
             .collect();
         let root = &h.workspace;
         let others = self.store().entries_where(|e| {
@@ -323,9 +333,11 @@ impl Session {
                 out.push(f);
             }
         }
-        // The directories made or removed that no file change took in.
+        // The directories made or removed that no file change took in, and
+        // those whose mode changed.
         let made = std::mem::take(&mut dirs.made);
         let removed = std::mem::take(&mut dirs.removed);
+        let moded = std::mem::take(&mut dirs.moded);
         let changed = made
             .into_iter()
             .map(|(d, m)| (d, FileState::absent(), FileState::directory(Some(m))))
@@ -333,7 +345,11 @@ impl Session {
                 removed
                     .into_iter()
                     .map(|(d, m)| (d, FileState::directory(m), FileState::absent())),
-            );
+            )
+            .chain(moded.into_iter().map(|(d, (was, now))| {
+                let (was, now) = (Some(was), Some(now));
+                (d, FileState::directory(was), FileState::directory(now))
+            }));
         for (path, before, now) in changed {
             let Some(rel) = RelPath::new(&path) else {
                 continue;

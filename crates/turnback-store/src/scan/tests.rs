@@ -432,6 +432,59 @@ fn a_rollback_over_a_directory_holding_an_unrecorded_file_refuses_up_front() {
     assert!(s.open_scans().unwrap().is_empty());
 }
 
+/// A `chmod` of a directory is a change of its own: found, undone, redone;
+/// one that shuts its owner out is the step's last entry (an undo opens it
+/// first, a redo closes it after writing inside).
+#[test]
+fn a_directory_chmod_is_recorded_undone_and_redone() {
+    let (_home, dir, s, ws) = bed();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("open/inner")).unwrap();
+    std::fs::create_dir(d.join("shut")).unwrap();
+    std::fs::write(d.join("shut/f"), "f\n").unwrap();
+    chmod(&d.join("open/inner"), 0o700);
+    chmod(&d.join("shut"), 0o755);
+    let start = tree(d);
+    let id = s.begin_scan(&ws, "m", None).unwrap();
+    chmod(&d.join("open/inner"), 0o755);
+    chmod(&d.join("open"), 0o750);
+    std::fs::write(d.join("shut/f"), "g\n").unwrap();
+    chmod(&d.join("shut"), 0o555);
+    let after = tree(d);
+    let r = s.commit_scan(&id).unwrap();
+    use ScanChangeKind::*;
+    assert_eq!(
+        kinds(&r),
+        [
+            ("open".into(), ModeChanged),
+            ("open/inner".into(), ModeChanged),
+            ("shut".into(), ModeChanged),
+            ("shut/f".into(), Modified),
+        ]
+    );
+    assert!(
+        r.changes
+            .iter()
+            .all(|c| c.directory == (c.path != "shut/f"))
+    );
+    let seq = |p: &str| r.changes.iter().find(|c| c.path == p).unwrap().seq;
+    assert!(
+        seq("open") < seq("open/inner"),
+        "path order among the files"
+    );
+    assert!(seq("shut/f") < seq("shut"), "a directory shut goes last");
+    let entries = s.entries().unwrap();
+    let shut = entries.iter().find(|e| e.path == "shut").unwrap();
+    assert_eq!(shut.before, crate::FileState::directory(Some(0o755)));
+    assert_eq!(shut.after, Some(crate::FileState::directory(Some(0o555))));
+    s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), start, "the undo puts every mode back");
+    s.redo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), after, "the redo does the chmods again");
+    s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), start);
+}
+
 #[test]
 fn a_scan_record_of_format_1_still_commits() {
     // Its directories are names only: one the command removed comes back
