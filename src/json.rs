@@ -176,6 +176,8 @@ pub fn prune(r: &PruneReport) -> Value {
         "kept": r.kept,
         "blobs_removed": r.blobs_removed,
         "blob_bytes": r.blob_bytes,
+        "baselines_removed": r.baselines_removed,
+        "baseline_bytes": r.baseline_bytes,
     })
 }
 

@@ -338,6 +338,14 @@ pub fn prune(r: &PruneReport) -> String {
         plural(r.blobs_removed, "backup"),
         r.blob_bytes
     ));
+    if r.baselines_removed > 0 {
+        s.push_str(&format!(
+            "{verb} {} scan {} no kept session uses ({} bytes)\n",
+            r.baselines_removed,
+            plural(r.baselines_removed, "baseline"),
+            r.baseline_bytes
+        ));
+    }
     s
 }
 

@@ -803,3 +803,42 @@ fn a_directory_chmod_through_run_undoes_and_redoes() {
     assert_eq!(scope_digest(&env), after);
     assert_eq!(util::mode_of(&env.path("src")) & 0o777, 0o700);
 }
+
+/// `prune` drops the scan baseline (outside git) of a workspace no kept
+/// session uses, and says so; the next `run` there builds it again.
+#[test]
+fn prune_drops_the_baseline_of_a_workspace_no_kept_session_uses() {
+    let env = workspace(false);
+    let baselines = || {
+        std::fs::read_dir(env.home.path().join("baselines"))
+            .map(|r| r.count())
+            .unwrap_or(0)
+    };
+    let cmd = ["run", "--", "sh", "-c", "echo x > gone.txt"];
+    ok(run(&env, Some("agent"), &cmd), "run");
+    assert_eq!(baselines(), 1);
+    let all = ["--keep-sessions", "0", "--keep-days", "0"];
+    let dry = ok(
+        run(&env, None, &[&["prune", "--dry-run"][..], &all].concat()),
+        "dry run",
+    );
+    assert!(
+        dry.contains("would remove 1 scan baseline no kept session uses"),
+        "{dry}"
+    );
+    assert_eq!(baselines(), 1, "a dry run deletes nothing");
+    let r: serde_json::Value = serde_json::from_str(&ok(
+        run(&env, None, &[&["--json", "prune"][..], &all].concat()),
+        "prune",
+    ))
+    .unwrap();
+    assert_eq!(r["removed"][0]["id"], "agent", "{r}");
+    assert_eq!(r["baselines_removed"], 1, "{r}");
+    assert!(r["baseline_bytes"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(baselines(), 0);
+    let again = ["run", "--", "sh", "-c", "echo y > gone.txt"];
+    ok(run(&env, Some("agent"), &again), "run again");
+    assert_eq!(baselines(), 1);
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(util::read_text(env.path("gone.txt")), "x\n");
+}

@@ -24,5 +24,6 @@ mod report;
 mod tests;
 mod walk;
 
+pub(crate) use baseline::{prune as prune_baselines, workspaces_of};
 pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions};
 pub use report::{ScanChange, ScanChangeKind, ScanReport, Unrecorded};
