@@ -2,8 +2,8 @@
 //! as snapshots in `tests/cli.rs`.
 
 use turnback_store::{
-    ConflictReason, DiffBody, Entry, Evicted, FileDiff, FileRevert, FileStatus, PruneReport,
-    RevertAction, RevertReport, SETTING_KEYS, SessionSummary, Settings, SpareReason,
+    ConflictReason, DiffBody, Entry, Evicted, FileDiff, FileRevert, FileStatus, PathKind,
+    PruneReport, RevertAction, RevertReport, SETTING_KEYS, SessionSummary, Settings, SpareReason,
 };
 
 use crate::output::{Out, Role};
@@ -451,6 +451,36 @@ pub fn plural(n: usize, word: &str) -> String {
 
 fn indent(s: &str, by: &str) -> String {
     s.lines().map(|l| format!("{by}{l}\n")).collect()
+}
+
+/// What happened to a symbolic link, in words.
+pub fn link_change(before: &PathKind, now: &PathKind) -> String {
+    let to = |t: &str| format!("a symbolic link to {}", escape(t));
+    match (before, now) {
+        (PathKind::Link { target: a }, PathKind::Link { target: b }) => format!(
+            "a symbolic link changed from {} to {}",
+            escape(a),
+            escape(b)
+        ),
+        (PathKind::Link { target }, PathKind::Absent) => format!("{} removed", to(target)),
+        (PathKind::Link { target }, other) => {
+            format!("{} replaced by {}", to(target), kind_words(other))
+        }
+        (PathKind::Absent, PathKind::Link { target }) => format!("{} made", to(target)),
+        (other, PathKind::Link { target }) => {
+            format!("{} replaced by {}", kind_words(other), to(target))
+        }
+        _ => "a symbolic link changed".into(),
+    }
+}
+
+fn kind_words(k: &PathKind) -> &'static str {
+    match k {
+        PathKind::Absent => "nothing",
+        PathKind::File => "a file",
+        PathKind::Directory => "a directory",
+        PathKind::Link { .. } => "a symbolic link",
+    }
 }
 
 #[cfg(test)]

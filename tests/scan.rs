@@ -414,9 +414,15 @@ fn a_symbolic_link_is_reported_never_followed_and_ignored_files_never_touched() 
         "run",
     ))
     .unwrap();
+    let target = outside.path().join("secret").display().to_string();
     assert_eq!(
         r["unrecorded"][0],
-        serde_json::json!({"path": "link", "reason": "symbolic-link"})
+        serde_json::json!({
+            "path": "link",
+            "reason": "symbolic-link",
+            "before": {"kind": "absent"},
+            "now": {"kind": "link", "target": target},
+        })
     );
     assert!(r["changes"].as_array().unwrap().is_empty(), "{r}");
     assert_eq!(util::read_text(outside.path().join("secret")), "outside\n");
@@ -841,4 +847,38 @@ fn prune_drops_the_baseline_of_a_workspace_no_kept_session_uses() {
     assert_eq!(baselines(), 1);
     ok(run(&env, Some("agent"), &["undo"]), "undo");
     assert_eq!(util::read_text(env.path("gone.txt")), "x\n");
+}
+
+/// What `run` says of each symbolic link it does not undo: which, what was
+/// there and what is, and why, in text; a directory a link replaced, and
+/// what was in it.
+#[test]
+fn run_says_which_links_are_not_undone_and_why() {
+    let env = workspace(false);
+    let cmd = "ln -s elsewhere made && rm -r dir && ln -s src dir && echo x > gone.txt";
+    let text = ok(
+        run(&env, Some("agent"), &["run", "--", "sh", "-c", cmd]),
+        "run",
+    );
+    assert!(
+        text.contains("made  a symbolic link to elsewhere made: not undone (turnback records no symbolic link, and follows none)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("dir  a directory replaced by a symbolic link to src: not undone"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "dir/inner.txt  was in a directory the symbolic link dir replaced: not restored"
+        ),
+        "{text}"
+    );
+    let undo = ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert!(undo.contains("dir, dir/inner.txt, made"), "{undo}");
+    assert_eq!(util::read_text(env.path("gone.txt")), "gone\n");
+    assert_eq!(
+        std::fs::read_link(env.path("dir")).unwrap(),
+        Path::new("src")
+    );
 }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use turnback::output::Out;
 use turnback::text::escape;
-use turnback_store::{ScanChangeKind, ScanReport, Session, Store, Unrecorded, Workspace};
+use turnback_store::{PathKind, ScanChangeKind, ScanReport, Session, Store, Unrecorded, Workspace};
 
 use crate::commands::CliError;
 use crate::render::Report;
@@ -29,10 +29,21 @@ fn kind(k: ScanChangeKind) -> &'static str {
 /// An unrecorded change: its path, its reason's JSON name, and its words.
 fn unrecorded(u: &Unrecorded) -> (&str, &'static str, String) {
     match u {
-        Unrecorded::Link { path } => (
+        Unrecorded::Link { path, before, now } => (
             path,
             "symbolic-link",
-            "a symbolic link: not undoable".into(),
+            format!(
+                "{}: not undone (turnback records no symbolic link, and follows none)",
+                turnback::text::link_change(before, now)
+            ),
+        ),
+        Unrecorded::UnderLink { path, link } => (
+            path,
+            "under-symbolic-link",
+            format!(
+                "was in a directory the symbolic link {} replaced: not restored (an undo never goes through a link)",
+                escape(link)
+            ),
         ),
         Unrecorded::TooBig { path, size } => (
             path,
@@ -47,6 +58,16 @@ fn unrecorded(u: &Unrecorded) -> (&str, &'static str, String) {
         Unrecorded::NoBackup { path, reason } => {
             (path, "no-backup", format!("not backed up: {reason}"))
         }
+    }
+}
+
+/// A side of a link's change, as JSON: `{"kind"}`, and `target` for a link.
+fn kind_json(k: &PathKind) -> Value {
+    match k {
+        PathKind::Absent => json!({ "kind": "absent" }),
+        PathKind::File => json!({ "kind": "file" }),
+        PathKind::Directory => json!({ "kind": "directory" }),
+        PathKind::Link { target } => json!({ "kind": "link", "target": target }),
     }
 }
 
@@ -76,6 +97,11 @@ impl Report for Scanned {
                 match u {
                     Unrecorded::TooBig { size, .. } => v["size"] = json!(size),
                     Unrecorded::RecordedBy { session, .. } => v["session"] = json!(session),
+                    Unrecorded::Link { before, now, .. } => {
+                        v["before"] = kind_json(before);
+                        v["now"] = kind_json(now);
+                    }
+                    Unrecorded::UnderLink { link, .. } => v["link"] = json!(link),
                     _ => {}
                 }
                 v

@@ -23,6 +23,7 @@ use super::baseline;
 use super::changes::{self, Candidate};
 use super::dirs::{self, DirChanges};
 use super::git;
+use super::links;
 use super::record::{self, Header, Record, Source};
 use super::report::{self, RolledBack, ScanChangeKind, ScanReport, Unrecorded};
 use super::walk::Stat;
@@ -131,7 +132,8 @@ impl Session {
             .iter()
             .filter_map(|u| match u {
                 Unrecorded::RecordedBy { .. } => None,
-                Unrecorded::Link { path }
+                Unrecorded::Link { path, .. }
+                | Unrecorded::UnderLink { path, .. }
                 | Unrecorded::TooBig { path, .. }
                 | Unrecorded::NoBackup { path, .. } => Some(path.clone()),
             })
@@ -222,6 +224,8 @@ impl Session {
         unrecorded: &mut Vec<Unrecorded>,
     ) -> Result<Vec<Found>> {
         let h = &rec.header;
+        // What a link is part of is reported, not recorded.
+        let candidates = links::sort_out(ws, candidates, &mut dirs, unrecorded);
         // Git objects first, in one `git cat-file`.
         let wanted: Vec<(String, String)> = candidates
             .iter()
@@ -261,19 +265,8 @@ impl Session {
             let before = match c.before.as_ref().map(|b| &b.source) {
                 // Absent, or a directory the command replaced by this file.
                 None => dirs.before(&path).unwrap_or_else(FileState::absent),
-                Some(Source::Link(_)) => {
-                    if c.now.is_some_and(|s| s.is_link())
-                        && link_target(ws, &path).as_deref()
-                            == Some(c.before.as_ref().map_or("", |b| match &b.source {
-                                Source::Link(t) => t.as_str(),
-                                _ => "",
-                            }))
-                    {
-                        continue;
-                    }
-                    unrecorded.push(Unrecorded::Link { path });
-                    continue;
-                }
+                // `links::sort_out` took every link out.
+                Some(Source::Link(_)) => continue,
                 Some(Source::TooBig) => {
                     let size = c.before.as_ref().map_or(0, |b| b.stat.size);
                     unrecorded.push(Unrecorded::TooBig { path, size });
@@ -311,10 +304,6 @@ impl Session {
                 }
             };
             let now = match c.now {
-                Some(s) if s.is_link() => {
-                    unrecorded.push(Unrecorded::Link { path });
-                    continue;
-                }
                 Some(s) if s.size > h.limit => {
                     unrecorded.push(Unrecorded::TooBig { path, size: s.size });
                     continue;
@@ -452,9 +441,4 @@ fn attribute(
 struct Others<'a> {
     others: &'a [(String, Entry)],
     watching: &'a [(String, [i64; 2])],
-}
-
-fn link_target(ws: &Workspace, path: &str) -> Option<String> {
-    let t = crate::sys::link_target_bytes(&ws.root().join(path)).ok()?;
-    Some(String::from_utf8_lossy(&t).into_owned())
 }

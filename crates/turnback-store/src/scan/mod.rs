@@ -7,7 +7,8 @@
 //! what git's index already holds (clean files need no copy), `baseline` the
 //! workspace's own backups shared by its sessions, `record` the bracket's
 //! durable record, `begin` taking it, `changes` comparing the workspace with
-//! it (`dirs` its directories), `end` committing or rolling back,
+//! it (`dirs` its directories, `links` the symbolic links it does not
+//! record), `end` committing or rolling back,
 //! `refuse` what a rollback checks before it touches anything, and `report`
 //! what a scan reports.
 
@@ -17,6 +18,7 @@ mod changes;
 mod dirs;
 mod end;
 mod git;
+mod links;
 mod record;
 mod refuse;
 mod report;
@@ -26,4 +28,4 @@ mod walk;
 
 pub(crate) use baseline::{prune as prune_baselines, workspaces_of};
 pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions};
-pub use report::{ScanChange, ScanChangeKind, ScanReport, Unrecorded};
+pub use report::{PathKind, ScanChange, ScanChangeKind, ScanReport, Unrecorded};

@@ -62,13 +62,43 @@ pub enum ScanChangeKind {
     Replaced,
 }
 
+/// What a path held, on one side of a change a scan does not record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathKind {
+    /// Nothing.
+    Absent,
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link.
+    Link {
+        /// Its target, as the link holds it (lossily, if not UTF-8).
+        target: String,
+    },
+}
+
 /// A change a scan found but does not record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unrecorded {
-    /// A symbolic link was made, changed or removed: not undoable.
+    /// A symbolic link was made, changed or removed, or replaced a file or
+    /// directory, or was replaced by one: not undone (no entry records a
+    /// link, and no revert follows one).
     Link {
         /// The path.
         path: String,
+        /// What was there when the scan began.
+        before: PathKind,
+        /// What is there now.
+        now: PathKind,
+    },
+    /// A file or directory that was in a directory a symbolic link has
+    /// replaced: not restored (a revert never goes through a link).
+    UnderLink {
+        /// The path.
+        path: String,
+        /// The link, on the way to it.
+        link: String,
     },
     /// A file over the size limit changed: it was not backed up.
     TooBig {
