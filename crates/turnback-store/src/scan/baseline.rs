@@ -16,7 +16,7 @@ use crate::blobs::Blobs;
 use crate::durable::{self, Durability};
 use crate::error::{Error, Result};
 use crate::index::{Index, WorkspaceRoot};
-use crate::layout::{BaselinePaths, PRUNED_PREFIX, SessionDir};
+use crate::layout::{BaselinePaths, PRUNED_PREFIX};
 use crate::lock::{self, LockGuard, Mode};
 use crate::store::Store;
 
@@ -186,11 +186,6 @@ pub(crate) fn workspaces_of(idx: &Index) -> impl Iterator<Item = &WorkspaceRoot>
 /// Returns how many went and their backups' bytes.
 pub(crate) fn prune(store: &Store, kept: &[WorkspaceRoot], dry_run: bool) -> Result<(usize, u64)> {
     let home = store.home();
-    let sessions: Vec<SessionDir> = store
-        .session_ids()?
-        .iter()
-        .map(|id| store.session_dir(id))
-        .collect();
     let keep: HashSet<String> = kept.iter().map(key).collect();
     let all = BaselinePaths::all(home);
     let Ok(read) = std::fs::read_dir(&all) else {
@@ -216,7 +211,9 @@ pub(crate) fn prune(store: &Store, kept: &[WorkspaceRoot], dry_run: bool) -> Res
         let Ok(Some(lock)) = lock::try_acquire(&paths.lock) else {
             continue;
         };
-        if !lock.is_at(&paths.lock) || open_on(&sessions).is_none_or(|o| o.contains(&name)) {
+        // The sessions listed now, under the lock: one made since the
+        // prune began may have a scan open here.
+        if !lock.is_at(&paths.lock) || open_on(store).is_none_or(|o| o.contains(&name)) {
             continue;
         }
         let size = bytes_in(&paths.blobs);
@@ -239,13 +236,15 @@ pub(crate) fn prune(store: &Store, kept: &[WorkspaceRoot], dry_run: bool) -> Res
     Ok((n, bytes))
 }
 
-/// The baseline keys of the workspaces the open scans of `sessions` watch;
-/// `None` when a record cannot be read (it may be any workspace's).
-fn open_on(sessions: &[SessionDir]) -> Option<HashSet<String>> {
+/// The baseline keys of the workspaces the open scans of `store`'s sessions
+/// watch; `None` when the sessions or a record cannot be read (it may be
+/// any workspace's).
+fn open_on(store: &Store) -> Option<HashSet<String>> {
     let mut out = HashSet::new();
-    for dir in sessions {
-        for id in super::record::list(dir) {
-            if let Some(r) = super::record::load(dir, &id, false).ok()? {
+    for id in store.session_ids().ok()? {
+        let dir = store.session_dir(&id);
+        for id in super::record::list(&dir) {
+            if let Some(r) = super::record::load(&dir, &id, false).ok()? {
                 out.insert(key(&r.header.workspace));
             }
         }
