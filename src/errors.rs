@@ -8,7 +8,7 @@
 //! of store error does not compile until it has a row here.
 
 use serde_json::{Value, json};
-use turnback_store::{Error, ErrorKind, UnsafeReason};
+use turnback_store::{ConflictReason, Error, ErrorKind, UnsafeReason};
 
 use crate::json as shapes;
 
@@ -142,9 +142,22 @@ pub fn row(kind: Kind) -> Row {
                 }
                 _ => Value::Null,
             }),
-            ..text(
+            ..hint(
                 "refused",
-                "--dry-run shows the changes; --force overwrites them",
+                Hint::Of(|e| {
+                    match e {
+                    // Forcing does not help: what is in the way must go first.
+                    Error::Refused { conflicts, .. }
+                        if !conflicts.is_empty()
+                            && conflicts
+                                .iter()
+                                .all(|c| matches!(c.reason, ConflictReason::NotEmpty { .. })) =>
+                    {
+                        Some("move what the directory holds elsewhere (the changes did not make it), then try again".into())
+                    }
+                    _ => Some("--dry-run shows the changes; --force overwrites them".into()),
+                }
+                }),
             )
         },
         E::OutsideScope => Row {

@@ -94,11 +94,19 @@ pub fn file_revert(f: &FileRevert, diff: Option<&FileDiff>) -> Value {
         "workspace": f.workspace,
         "path": f.path,
         "entries": f.seqs,
-        "action": match f.action { RevertAction::Write { .. } => "write", RevertAction::Delete => "delete", RevertAction::Directory => "directory" },
+        "action": match f.action {
+            RevertAction::Write { .. } => "write",
+            RevertAction::Delete => "delete",
+            RevertAction::Directory => "directory",
+            RevertAction::KeepDirectory { .. } => "keep-directory",
+        },
         "status": status(&f.status),
         "changed_by": changed_by(&f.status),
         "target": state(&f.target),
     });
+    if let RevertAction::KeepDirectory { holding } = &f.action {
+        v["holding"] = json!(holding);
+    }
     if let Some(d) = diff {
         v["diff"] = diff_body(&d.body);
     }
@@ -168,6 +176,8 @@ pub fn prune(r: &PruneReport) -> Value {
         "kept": r.kept,
         "blobs_removed": r.blobs_removed,
         "blob_bytes": r.blob_bytes,
+        "baselines_removed": r.baselines_removed,
+        "baseline_bytes": r.baseline_bytes,
     })
 }
 

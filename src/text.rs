@@ -2,8 +2,8 @@
 //! as snapshots in `tests/cli.rs`.
 
 use turnback_store::{
-    ConflictReason, DiffBody, Entry, Evicted, FileDiff, FileRevert, FileStatus, PruneReport,
-    RevertAction, RevertReport, SETTING_KEYS, SessionSummary, Settings, SpareReason,
+    ConflictReason, DiffBody, Entry, Evicted, FileDiff, FileRevert, FileStatus, PathKind,
+    PruneReport, RevertAction, RevertReport, SETTING_KEYS, SessionSummary, Settings, SpareReason,
 };
 
 use crate::output::{Out, Role};
@@ -163,6 +163,11 @@ fn file_revert(out: &Out, f: &FileRevert, applied: bool) -> String {
         (_, RevertAction::Directory) => {
             verb("made again (a directory)", "make again (a directory)")
         }
+        (_, RevertAction::KeepDirectory { holding }) => format!(
+            "{} (a directory holding {}, which the changes reverted did not make)",
+            verb("kept", "keep"),
+            escape(holding)
+        ),
     };
     let status = match &f.status {
         FileStatus::Safe | FileStatus::AlreadyReverted => String::new(),
@@ -333,6 +338,14 @@ pub fn prune(r: &PruneReport) -> String {
         plural(r.blobs_removed, "backup"),
         r.blob_bytes
     ));
+    if r.baselines_removed > 0 {
+        s.push_str(&format!(
+            "{verb} {} scan {} no kept session uses ({} bytes)\n",
+            r.baselines_removed,
+            plural(r.baselines_removed, "baseline"),
+            r.baseline_bytes
+        ));
+    }
     s
 }
 
@@ -438,6 +451,36 @@ pub fn plural(n: usize, word: &str) -> String {
 
 fn indent(s: &str, by: &str) -> String {
     s.lines().map(|l| format!("{by}{l}\n")).collect()
+}
+
+/// What happened to a symbolic link, in words.
+pub fn link_change(before: &PathKind, now: &PathKind) -> String {
+    let to = |t: &str| format!("a symbolic link to {}", escape(t));
+    match (before, now) {
+        (PathKind::Link { target: a }, PathKind::Link { target: b }) => format!(
+            "a symbolic link changed from {} to {}",
+            escape(a),
+            escape(b)
+        ),
+        (PathKind::Link { target }, PathKind::Absent) => format!("{} removed", to(target)),
+        (PathKind::Link { target }, other) => {
+            format!("{} replaced by {}", to(target), kind_words(other))
+        }
+        (PathKind::Absent, PathKind::Link { target }) => format!("{} made", to(target)),
+        (other, PathKind::Link { target }) => {
+            format!("{} replaced by {}", kind_words(other), to(target))
+        }
+        _ => "a symbolic link changed".into(),
+    }
+}
+
+fn kind_words(k: &PathKind) -> &'static str {
+    match k {
+        PathKind::Absent => "nothing",
+        PathKind::File => "a file",
+        PathKind::Directory => "a directory",
+        PathKind::Link { .. } => "a symbolic link",
+    }
 }
 
 #[cfg(test)]

@@ -921,6 +921,8 @@ fn prune_dry_run_reports_what_it_would_delete_and_deletes_nothing() {
             "kept": 20,
             "blobs_removed": 1,
             "blob_bytes": 4,
+            "baselines_removed": 0,
+            "baseline_bytes": 0,
         })
     );
     assert_eq!(

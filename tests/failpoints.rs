@@ -147,6 +147,26 @@ const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
+        name: "undo of a run that changed a file and its directory's mode",
+        initial: &[("d/f", b"f\n"), ("d/e/g", b"g\n")],
+        setup: &[],
+        before: &[
+            "run",
+            "--message",
+            "m0",
+            "--",
+            "sh",
+            "-c",
+            "echo y > d/f && chmod 700 d && chmod 711 d/e",
+        ],
+        args: &["undo"],
+        stdin: b"",
+        versions: &[
+            ("d/f", &[Some(b"f\n"), Some(b"y\n")]),
+            ("d/e/g", &[Some(b"g\n")]),
+        ],
+    },
+    Scenario {
         name: "prune of a store whose one session is kept",
         initial: &[("f.txt", b"v1\n")],
         setup: &[("f.txt", Some(b"v2\n"))],
@@ -159,13 +179,21 @@ const SCENARIOS: &[Scenario] = &[
 
 /// Sets the scenario up; returns the env and the workspace as it began.
 fn set_up(s: &Scenario) -> (Env, BTreeMap<std::path::PathBuf, String>) {
+    set_up_by(s, util::tree_digest)
+}
+
+/// [`set_up`], the workspace as it began told by `digest`.
+fn set_up_by(
+    s: &Scenario,
+    digest: fn(&std::path::Path) -> BTreeMap<std::path::PathBuf, String>,
+) -> (Env, BTreeMap<std::path::PathBuf, String>) {
     let env = Env::new();
     for (path, bytes) in s.initial {
         let p = env.path(path);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, bytes).unwrap();
     }
-    let start = util::tree_digest(env.ws.path());
+    let start = digest(env.ws.path());
     let session = env.session(SESSION);
     let ws = env.workspace();
     for (i, (path, contents)) in s.setup.iter().enumerate() {
@@ -352,15 +380,41 @@ fn a_crash_after_any_durable_step_leaves_a_store_that_recovers() {
 /// not recorded, its entries still there) or as it was before (recorded).
 #[test]
 fn an_undo_of_swapped_trees_aborted_at_any_step_leaves_one_whole_tree() {
-    let s = SCENARIOS
-        .iter()
-        .find(|s| s.name.starts_with("undo of a run that replaced"))
-        .unwrap();
+    one_whole_tree("undo of a run that replaced");
+}
+
+/// The same for directories whose modes the command changed: after recovery
+/// every mode is the command's or every one is as before.
+#[test]
+fn an_undo_of_directory_modes_aborted_at_any_step_leaves_one_whole_tree() {
+    one_whole_tree("undo of a run that changed a file and its directory's mode");
+}
+
+/// The workspace's tree, each directory with its mode.
+fn with_modes(root: &std::path::Path) -> BTreeMap<std::path::PathBuf, String> {
+    util::tree_digest(root)
+        .into_iter()
+        .map(|(p, what)| match what.as_str() {
+            "dir" => {
+                let mode = util::mode_of(&root.join(&p)) & 0o7777;
+                (p, format!("dir {mode:o}"))
+            }
+            _ => (p, what),
+        })
+        .collect()
+}
+
+/// The scenario named `name`, aborted after each durable step: the next
+/// session to open finds the tree wholly as the command left it or wholly
+/// as it was before.
+fn one_whole_tree(name: &str) {
+    let s = SCENARIOS.iter().find(|s| s.name.starts_with(name)).unwrap();
     let mut crashes = 0;
     for point in CRASH_POINTS {
         for pass in 0..3 {
-            let (env, start) = set_up(s);
-            let ran = util::tree_digest(env.ws.path());
+            let (env, start) = set_up_by(s, with_modes);
+            let ran = with_modes(env.ws.path());
+            assert_ne!(start, ran, "the command changed the tree");
             if !crash(&env, s, &format!("{point}={pass}*off->return")) {
                 break;
             }
@@ -368,7 +422,7 @@ fn an_undo_of_swapped_trees_aborted_at_any_step_leaves_one_whole_tree() {
             let what = format!("{point}, pass {pass}");
             let session = env.store().open_session(SESSION).unwrap();
             let entries = session.entries().unwrap();
-            let now = util::tree_digest(env.ws.path());
+            let now = with_modes(env.ws.path());
             if entries.is_empty() {
                 assert_eq!(now, start, "{what}: the undo was recorded");
             } else {

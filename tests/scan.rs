@@ -414,9 +414,15 @@ fn a_symbolic_link_is_reported_never_followed_and_ignored_files_never_touched() 
         "run",
     ))
     .unwrap();
+    let target = outside.path().join("secret").display().to_string();
     assert_eq!(
         r["unrecorded"][0],
-        serde_json::json!({"path": "link", "reason": "symbolic-link"})
+        serde_json::json!({
+            "path": "link",
+            "reason": "symbolic-link",
+            "before": {"kind": "absent"},
+            "now": {"kind": "link", "target": target},
+        })
     );
     assert!(r["changes"].as_array().unwrap().is_empty(), "{r}");
     assert_eq!(util::read_text(outside.path().join("secret")), "outside\n");
@@ -659,4 +665,220 @@ fn a_rollback_in_another_process_puts_swapped_trees_back() {
     assert_eq!(scope_digest(&env), start);
     let s = Store::new(env.home.path()).open_session("agent").unwrap();
     assert!(s.entries().unwrap().is_empty());
+}
+
+/// A rollback over a file the command replaced by a directory that now holds
+/// a file the scan did not record (an ignored log) is refused up front, as
+/// an undo is (`not-empty`, exit code 3, the file named), touching nothing;
+/// the scan stays open and rolls back once the log is gone.
+#[test]
+fn a_rollback_over_a_swapped_directory_holding_an_ignored_file_is_refused_up_front() {
+    let env = workspace(false);
+    let start = scope_digest(&env);
+    let id = ok(
+        run(&env, Some("agent"), &["checkpoint", "--scan", "-m", "c"]),
+        "checkpoint --scan",
+    );
+    let cmd = "echo changed > src/lib.rs && rm tool.sh && mkdir -p tool.sh/sub \
+        && echo x > tool.sh/x && echo log > tool.sh/sub/build.log";
+    let sh = env.command("sh", None).args(["-c", cmd]).status().unwrap();
+    assert!(sh.success());
+    let held = util::tree_digest(env.ws.path());
+    let out = run(&env, Some("agent"), &["--json", "rollback", id.trim()]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"not-empty\""), "{err}");
+    assert!(
+        err.contains("tool.sh/sub/build.log"),
+        "names the file: {err}"
+    );
+    assert_eq!(util::tree_digest(env.ws.path()), held, "nothing touched");
+    let text = run(&env, Some("agent"), &["rollback", id.trim()]);
+    assert_eq!(text.status.code(), Some(3), "{text:?}");
+    let err = String::from_utf8_lossy(&text.stderr);
+    assert!(err.contains("tool.sh/sub/build.log"), "{err}");
+    assert!(
+        err.contains("hint: move what the directory holds elsewhere"),
+        "no --force to suggest: {err}"
+    );
+    std::fs::remove_file(env.path("tool.sh/sub/build.log")).unwrap();
+    ok(
+        run(&env, Some("agent"), &["rollback", id.trim()]),
+        "rollback",
+    );
+    assert_eq!(scope_digest(&env), start);
+}
+
+/// A directory the command made that holds an ignored file stays on undo and
+/// on rollback, and each says so (kept, and what it holds), in text and in
+/// `--json`, instead of reporting it deleted.
+#[test]
+fn a_made_directory_kept_for_an_ignored_file_is_reported_kept() {
+    let env = workspace(false);
+    let cmd = "mkdir -p logs && echo log > logs/run.log && echo x > gone.txt";
+    ok(
+        run(&env, Some("agent"), &["run", "--", "sh", "-c", cmd]),
+        "run",
+    );
+    let text = ok(run(&env, Some("agent"), &["undo", "--dry-run"]), "preview");
+    assert!(
+        text.contains("logs: keep (a directory holding logs/run.log"),
+        "{text}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&ok(run(&env, Some("agent"), &["--json", "undo"]), "undo")).unwrap();
+    let logs = r["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "logs")
+        .unwrap()
+        .clone();
+    assert_eq!(logs["action"], "keep-directory", "{r}");
+    assert_eq!(logs["holding"], "logs/run.log", "{r}");
+    assert_eq!(util::read_text(env.path("logs/run.log")), "log\n");
+    assert_eq!(util::read_text(env.path("gone.txt")), "gone\n");
+    // Through the two-process bracket, rolled back.
+    let id = ok(
+        run(&env, Some("agent"), &["checkpoint", "--scan", "-m", "c"]),
+        "checkpoint --scan",
+    );
+    let sh = env
+        .command("sh", None)
+        .args(["-c", "mkdir -p out && echo o > out/o.log && echo y > out/y"])
+        .status()
+        .unwrap();
+    assert!(sh.success());
+    let text = ok(
+        run(&env, Some("agent"), &["rollback", id.trim()]),
+        "rollback",
+    );
+    assert!(text.contains("1 file put back, 1 directory kept"), "{text}");
+    assert!(
+        text.contains("out  created (a directory); kept: it holds out/o.log"),
+        "{text}"
+    );
+    assert!(!env.path("out/y").exists());
+}
+
+/// A `chmod` of a directory through `run` is recorded (`mode-changed`, a
+/// directory) and undone and redone, every mode exactly.
+#[test]
+fn a_directory_chmod_through_run_undoes_and_redoes() {
+    let env = workspace(false);
+    let start = scope_digest(&env);
+    let r: serde_json::Value = serde_json::from_str(&ok(
+        run(
+            &env,
+            Some("agent"),
+            &[
+                "--json",
+                "run",
+                "--",
+                "sh",
+                "-c",
+                "chmod 700 src && chmod 711 dir",
+            ],
+        ),
+        "run",
+    ))
+    .unwrap();
+    let changes: Vec<(&str, &str, bool)> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap(),
+                c["change"].as_str().unwrap(),
+                c["directory"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [("dir", "mode-changed", true), ("src", "mode-changed", true)],
+        "{r}"
+    );
+    let after = scope_digest(&env);
+    let log = ok(run(&env, Some("agent"), &["log"]), "log");
+    assert!(log.contains("directory's mode changed"), "{log}");
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(scope_digest(&env), start);
+    ok(run(&env, Some("agent"), &["redo"]), "redo");
+    assert_eq!(scope_digest(&env), after);
+    assert_eq!(util::mode_of(&env.path("src")) & 0o777, 0o700);
+}
+
+/// `prune` drops the scan baseline (outside git) of a workspace no kept
+/// session uses, and says so; the next `run` there builds it again.
+#[test]
+fn prune_drops_the_baseline_of_a_workspace_no_kept_session_uses() {
+    let env = workspace(false);
+    let baselines = || {
+        std::fs::read_dir(env.home.path().join("baselines"))
+            .map(|r| r.count())
+            .unwrap_or(0)
+    };
+    let cmd = ["run", "--", "sh", "-c", "echo x > gone.txt"];
+    ok(run(&env, Some("agent"), &cmd), "run");
+    assert_eq!(baselines(), 1);
+    let all = ["--keep-sessions", "0", "--keep-days", "0"];
+    let dry = ok(
+        run(&env, None, &[&["prune", "--dry-run"][..], &all].concat()),
+        "dry run",
+    );
+    assert!(
+        dry.contains("would remove 1 scan baseline no kept session uses"),
+        "{dry}"
+    );
+    assert_eq!(baselines(), 1, "a dry run deletes nothing");
+    let r: serde_json::Value = serde_json::from_str(&ok(
+        run(&env, None, &[&["--json", "prune"][..], &all].concat()),
+        "prune",
+    ))
+    .unwrap();
+    assert_eq!(r["removed"][0]["id"], "agent", "{r}");
+    assert_eq!(r["baselines_removed"], 1, "{r}");
+    assert!(r["baseline_bytes"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(baselines(), 0);
+    let again = ["run", "--", "sh", "-c", "echo y > gone.txt"];
+    ok(run(&env, Some("agent"), &again), "run again");
+    assert_eq!(baselines(), 1);
+    ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert_eq!(util::read_text(env.path("gone.txt")), "x\n");
+}
+
+/// What `run` says of each symbolic link it does not undo: which, what was
+/// there and what is, and why, in text; a directory a link replaced, and
+/// what was in it.
+#[test]
+fn run_says_which_links_are_not_undone_and_why() {
+    let env = workspace(false);
+    let cmd = "ln -s elsewhere made && rm -r dir && ln -s src dir && echo x > gone.txt";
+    let text = ok(
+        run(&env, Some("agent"), &["run", "--", "sh", "-c", cmd]),
+        "run",
+    );
+    assert!(
+        text.contains("made  a symbolic link to elsewhere made: not undone (turnback records no symbolic link, and follows none)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("dir  a directory replaced by a symbolic link to src: not undone"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "dir/inner.txt  was in a directory the symbolic link dir replaced: not restored"
+        ),
+        "{text}"
+    );
+    let undo = ok(run(&env, Some("agent"), &["undo"]), "undo");
+    assert!(undo.contains("dir, dir/inner.txt, made"), "{undo}");
+    assert_eq!(util::read_text(env.path("gone.txt")), "gone\n");
+    assert_eq!(
+        std::fs::read_link(env.path("dir")).unwrap(),
+        Path::new("src")
+    );
 }

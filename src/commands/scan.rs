@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use turnback::output::Out;
 use turnback::text::escape;
-use turnback_store::{ScanChangeKind, ScanReport, Session, Store, Unrecorded, Workspace};
+use turnback_store::{PathKind, ScanChangeKind, ScanReport, Session, Store, Unrecorded, Workspace};
 
 use crate::commands::CliError;
 use crate::render::Report;
@@ -29,10 +29,21 @@ fn kind(k: ScanChangeKind) -> &'static str {
 /// An unrecorded change: its path, its reason's JSON name, and its words.
 fn unrecorded(u: &Unrecorded) -> (&str, &'static str, String) {
     match u {
-        Unrecorded::Link { path } => (
+        Unrecorded::Link { path, before, now } => (
             path,
             "symbolic-link",
-            "a symbolic link: not undoable".into(),
+            format!(
+                "{}: not undone (turnback records no symbolic link, and follows none)",
+                turnback::text::link_change(before, now)
+            ),
+        ),
+        Unrecorded::UnderLink { path, link } => (
+            path,
+            "under-symbolic-link",
+            format!(
+                "was in a directory the symbolic link {} replaced: not restored (an undo never goes through a link)",
+                escape(link)
+            ),
         ),
         Unrecorded::TooBig { path, size } => (
             path,
@@ -50,6 +61,16 @@ fn unrecorded(u: &Unrecorded) -> (&str, &'static str, String) {
     }
 }
 
+/// A side of a link's change, as JSON: `{"kind"}`, and `target` for a link.
+fn kind_json(k: &PathKind) -> Value {
+    match k {
+        PathKind::Absent => json!({ "kind": "absent" }),
+        PathKind::File => json!({ "kind": "file" }),
+        PathKind::Directory => json!({ "kind": "directory" }),
+        PathKind::Link { target } => json!({ "kind": "link", "target": target }),
+    }
+}
+
 impl Report for Scanned {
     fn json(&self) -> Option<Value> {
         let r = &self.report;
@@ -60,6 +81,9 @@ impl Report for Scanned {
                 let mut v = json!({ "path": c.path, "change": kind(c.kind), "seq": c.seq, "shared_with": c.shared_with });
                 if c.directory {
                     v["directory"] = json!(true);
+                }
+                if let Some(holding) = &c.kept {
+                    v["kept"] = json!({ "holding": holding });
                 }
                 v
             })
@@ -73,6 +97,11 @@ impl Report for Scanned {
                 match u {
                     Unrecorded::TooBig { size, .. } => v["size"] = json!(size),
                     Unrecorded::RecordedBy { session, .. } => v["session"] = json!(session),
+                    Unrecorded::Link { before, now, .. } => {
+                        v["before"] = kind_json(before);
+                        v["now"] = kind_json(now);
+                    }
+                    Unrecorded::UnderLink { link, .. } => v["link"] = json!(link),
                     _ => {}
                 }
                 v
@@ -101,7 +130,17 @@ impl Report for Scanned {
             Some(c) => format!("`{}`", escape(c)),
             None => format!("scan {}", r.id),
         };
-        let mut s = if r.rolled_back {
+        let kept = r.changes.iter().filter(|c| c.kept.is_some()).count();
+        let mut s = if r.rolled_back && kept > 0 {
+            let put = n - kept;
+            let files = if put == 1 { "file" } else { "files" };
+            let dirs = if kept == 1 {
+                "directory"
+            } else {
+                "directories"
+            };
+            format!("{what} rolled back: {put} {files} put back, {kept} {dirs} kept\n")
+        } else if r.rolled_back {
             format!("{what} rolled back: {n} {files} put back\n")
         } else if n == 0 {
             format!("{what} changed no file (session {})\n", r.session)
@@ -119,8 +158,15 @@ impl Report for Scanned {
             };
             let seq = c.seq.map(|n| format!("#{n:<4} ")).unwrap_or_default();
             let dir = if c.directory { " (a directory)" } else { "" };
+            let kept = match &c.kept {
+                Some(h) => format!(
+                    "; kept: it holds {}, which the scan did not record",
+                    escape(h)
+                ),
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "  {seq}{}  {}{dir}{shared}\n",
+                "  {seq}{}  {}{dir}{kept}{shared}\n",
                 out.paint(turnback::output::Role::Path, &escape(&c.path)),
                 kind(c.kind)
             ));

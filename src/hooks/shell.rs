@@ -204,9 +204,13 @@ fn commit(session: &Session, scan: &OpenScan, out: &mut Outcome) -> Option<usize
 fn say_unrecorded(report: &ScanReport, command: &str, out: &mut Outcome) {
     for u in &report.unrecorded {
         let text = match u {
-            Unrecorded::Link { path } => {
-                format!("{path} (a symbolic link) changed by `{command}`: NOT backed up")
-            }
+            Unrecorded::Link { path, before, now } => format!(
+                "{path}: {} by `{command}`: NOT undoable (turnback records no symbolic link)",
+                turnback::text::link_change(before, now)
+            ),
+            Unrecorded::UnderLink { path, link } => format!(
+                "{path} was in a directory the symbolic link {link} replaced (`{command}`): NOT restorable"
+            ),
             Unrecorded::TooBig { path, size } => format!(
                 "{path} ({size} bytes, over the size limit) changed by `{command}`: NOT backed up"
             ),

@@ -328,7 +328,9 @@ fn reported(real: &Real, r: turnback_store::Result<RevertReport>) -> Expect {
                         assert!(f.target.exists && f.target.size == size, "{f:?}")
                     }
                     RevertAction::Delete => assert!(!f.target.exists, "{f:?}"),
-                    RevertAction::Directory => unreachable!("no scans in the model: {f:?}"),
+                    RevertAction::Directory | RevertAction::KeepDirectory { .. } => {
+                        unreachable!("no scans in the model: {f:?}")
+                    }
                 }
                 ReportFile {
                     path: f.path.clone(),

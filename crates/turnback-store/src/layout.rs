@@ -17,6 +17,7 @@
 //! <home>/sessions/<id>/scans/<scan>.jsonl  an open scan bracket (`scan/record.rs`)
 //! <home>/baselines/<key>/baseline.jsonl    a workspace's scan baseline (`scan/baseline.rs`)
 //! <home>/baselines/<key>/{lock, blobs/}    its lock and its backups
+//! <home>/baselines/.pruned-<key>-<random>  a baseline prune is deleting
 //! ```
 //!
 //! An index is read in one of four ways, each for one kind of caller (a
@@ -93,9 +94,14 @@ pub(crate) struct BaselinePaths {
 }
 
 impl BaselinePaths {
+    /// The directory of `home` that holds every workspace's baseline.
+    pub(crate) fn all(home: &Path) -> PathBuf {
+        home.join(BASELINES_DIR)
+    }
+
     /// The baseline `key` of the home `home`.
     pub(crate) fn new(home: &Path, key: &str) -> BaselinePaths {
-        let dir = home.join(BASELINES_DIR).join(key);
+        let dir = Self::all(home).join(key);
         let file = dir.join("baseline.jsonl");
         BaselinePaths {
             lock: dir.join(LOCK_FILE),

@@ -6,7 +6,8 @@
 //! since prune listed it, and one whose index cannot be read are always kept.
 //! Within a kept session, backups that neither an entry nor a revert record
 //! (kept for redo) names are deleted once they are older than a grace period
-//! (a writer may be about to name one).
+//! (a writer may be about to name one). A workspace's scan baseline goes
+//! once no kept session has changes in it or a scan open on it.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -66,6 +67,10 @@ pub struct PruneReport {
     pub blobs_removed: usize,
     /// Their bytes.
     pub blob_bytes: u64,
+    /// Workspaces' scan baselines deleted: no kept session uses them.
+    pub baselines_removed: usize,
+    /// Their backups' bytes.
+    pub baseline_bytes: u64,
     /// The retention the prune went by.
     pub retention: Retention,
 }
@@ -215,8 +220,12 @@ impl Store {
             kept: 0,
             blobs_removed: 0,
             blob_bytes: 0,
+            baselines_removed: 0,
+            baseline_bytes: 0,
             retention: retention.clone(),
         };
+        // The workspaces of the sessions kept; `None` once one is unknown.
+        let mut used: Option<Vec<crate::index::WorkspaceRoot>> = Some(Vec::new());
         for (rank, c) in candidates.iter().enumerate() {
             let age = now.duration_since(c.last_change).unwrap_or_default();
             let retained = rank < retention.keep_recent || age < retention.keep_for;
@@ -234,12 +243,17 @@ impl Store {
             }
             if retained || spared.is_some() {
                 report.kept += 1;
-                let (n, bytes) = self.collect_session_garbage(&c.id, retention, dry_run);
+                let (n, bytes, roots) = self.collect_session_garbage(&c.id, retention, dry_run);
                 report.blobs_removed += n;
                 report.blob_bytes += bytes;
+                used = used.zip(roots).map(|(u, r)| [u, r].concat());
             }
         }
         self.sweep_pruned(dry_run);
+        if let Some(used) = used {
+            (report.baselines_removed, report.baseline_bytes) =
+                crate::scan::prune_baselines(self, &used, dry_run)?;
+        }
         Ok(report)
     }
 
@@ -296,13 +310,14 @@ impl Store {
     /// no handle anywhere has the session open (`live` taken exclusively, at
     /// once), no process can be about to name a backup, so every unnamed one
     /// goes; otherwise only those older than the grace period. A session busy
-    /// right now is collected next time.
+    /// right now is collected next time. Also returns the workspaces the
+    /// session has changes in (`None`: not known, it was busy).
     fn collect_session_garbage(
         &self,
         id: &str,
         retention: &Retention,
         dry_run: bool,
-    ) -> (usize, u64) {
+    ) -> (usize, u64, Option<Vec<crate::index::WorkspaceRoot>>) {
         let dir = self.session_dir(id);
         // A dry run makes no file: without `live`, no handle holds it.
         let no_live = dry_run && !dir.live_path().exists();
@@ -313,11 +328,12 @@ impl Store {
         };
         let unused = no_live || live.is_some();
         let Some(_guard) = dir.try_lock(Mode::Exclusive) else {
-            return (0, 0);
+            return (0, 0, None);
         };
         let Ok(idx) = dir.load() else {
-            return (0, 0);
+            return (0, 0, None);
         };
+        let roots = crate::scan::workspaces_of(&idx).cloned().collect();
         // Entries in effect, and what the revert history keeps for redo.
         let referenced = crate::caps::referenced(&idx);
         let older_than = match unused {
@@ -331,8 +347,10 @@ impl Store {
                 let _ = std::fs::remove_file(temp);
             }
         }
-        dir.blobs()
-            .collect_garbage(&referenced, older_than, dry_run)
+        let (n, bytes) = dir
+            .blobs()
+            .collect_garbage(&referenced, older_than, dry_run);
+        (n, bytes, Some(roots))
     }
 
     /// Finishes deletes that a crash interrupted.

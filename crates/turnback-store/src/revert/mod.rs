@@ -33,6 +33,7 @@ mod rollback;
 mod run;
 mod select;
 
+pub(crate) use plan::left_in;
 pub use redo::REDO_OVERWRITE_MESSAGE;
 pub use report::{FileRevert, FileStatus, RevertAction, RevertOptions, RevertReport};
 pub(crate) use rollback::rollback;

@@ -34,6 +34,9 @@ pub(super) struct FilePlan {
     pub(super) shared_with: Vec<String>,
     /// True when an entry of it is a scan's (which may record directories).
     pub(super) scan: bool,
+    /// A directory the revert would delete that holds something it does not
+    /// take away (this, relative to the workspace): it stays.
+    pub(super) kept: Option<String>,
 }
 
 impl FilePlan {
@@ -80,6 +83,7 @@ pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
                 now: FileState::absent(),
                 shared_with: shared.collect(),
                 scan: e.scan.is_some(),
+                kept: None,
             }),
         }
     }
@@ -110,6 +114,7 @@ pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
                 now: FileState::absent(),
                 shared_with: Vec::new(),
                 scan,
+                kept: None,
             })
         })
         .collect();
@@ -180,12 +185,16 @@ pub(super) fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> 
                 }),
             }
         };
-        if now.is_dir()
-            && p.target.exists
-            && !p.target.is_dir()
-            && let Some(found) = left_in(&ws, &p.rel, &taken)?
-        {
-            p.status = FileStatus::Conflict(ConflictReason::NotEmpty { found });
+        if now.is_dir() && !p.target.is_dir() {
+            let found = left_in(&ws, &p.rel, &taken)?;
+            match found {
+                Some(found) if p.target.exists => {
+                    p.status = FileStatus::Conflict(ConflictReason::NotEmpty { found });
+                }
+                // A directory to delete that holds more than the revert
+                // takes away is only emptied (`apply::replace`): it stays.
+                kept => p.kept = kept,
+            }
         }
         p.now = now;
     }
@@ -194,8 +203,13 @@ pub(super) fn classify(session: &Session, plans: &mut [FilePlan]) -> Result<()> 
 
 /// Something in the directory `dir` that the revert does not take away
 /// (`taken`: the absolute paths it leaves absent), looking into the
-/// directories it does take; `None` when it leaves the directory empty.
-fn left_in(ws: &Workspace, dir: &RelPath, taken: &HashSet<PathBuf>) -> Result<Option<String>> {
+/// directories it does take; `None` when it leaves the directory empty. A
+/// scan's rollback asks the same before it records anything.
+pub(crate) fn left_in(
+    ws: &Workspace,
+    dir: &RelPath,
+    taken: &HashSet<PathBuf>,
+) -> Result<Option<String>> {
     for name in ws.dir_names(dir)? {
         let Some(child) = dir.child(&name) else {
             return Ok(Some(format!("{dir}/{name}")));
@@ -278,6 +292,10 @@ pub(super) fn report(session: &Session, plans: &[FilePlan], applied: bool) -> Re
                 seqs: p.seqs.clone(),
                 action: if p.target.is_dir() {
                     RevertAction::Directory
+                } else if let Some(holding) = &p.kept {
+                    RevertAction::KeepDirectory {
+                        holding: holding.clone(),
+                    }
                 } else if p.target.exists {
                     RevertAction::Write {
                         size: p.target.size,

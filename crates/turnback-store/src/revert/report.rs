@@ -61,6 +61,13 @@ pub enum RevertAction {
     /// A directory was there before (a scan recorded it): it is made again,
     /// with its mode.
     Directory,
+    /// A directory to delete (one a scan found made) that holds something
+    /// the revert does not take away (an ignored file, say): it is emptied
+    /// of what the reverted changes made, and stays.
+    KeepDirectory {
+        /// The first thing found in it that stays, relative to the workspace.
+        holding: String,
+    },
 }
 
 /// A file's state now, compared with what the session left.

@@ -3,19 +3,22 @@
 //! (outside git, or a git file that is not clean in the index) as blobs, and
 //! a listing of which stat each blob vouches for. Built by the first scan,
 //! then kept up to date by stat: a file whose stat is the one listed is not
-//! read again. Changed only under its own lock.
+//! read again. Changed only under its own lock. A prune drops one no kept
+//! session uses ([`prune`]): a cache, built again by the next scan.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::blobs::Blobs;
 use crate::durable::{self, Durability};
 use crate::error::{Error, Result};
-use crate::index::WorkspaceRoot;
-use crate::layout::BaselinePaths;
+use crate::index::{Index, WorkspaceRoot};
+use crate::layout::{BaselinePaths, PRUNED_PREFIX};
 use crate::lock::{self, LockGuard, Mode};
+use crate::store::Store;
 
 use super::walk::Stat;
 
@@ -55,15 +58,26 @@ impl Baseline {
         timeout: std::time::Duration,
     ) -> Result<Baseline> {
         let paths = BaselinePaths::new(home, &key(root));
-        crate::sys::create_store_dir_all(&paths.dir)
-            .map_err(Error::io("create directory", &paths.dir))?;
-        let lock =
-            lock::acquire(&paths.lock, Mode::Exclusive, timeout, Some("a scan")).map_err(|_| {
-                Error::ScanFailed {
-                    path: paths.lock.clone(),
-                    reason: "the workspace's baseline is busy (another scan is beginning)".into(),
-                }
-            })?;
+        let busy = |why: &str| Error::ScanFailed {
+            path: paths.lock.clone(),
+            reason: format!("the workspace's baseline is busy ({why})"),
+        };
+        let mut tries = 0;
+        let lock = loop {
+            crate::sys::create_store_dir_all(&paths.dir)
+                .map_err(Error::io("create directory", &paths.dir))?;
+            let lock = lock::acquire(&paths.lock, Mode::Exclusive, timeout, Some("a scan"))
+                .map_err(|_| busy("another scan is beginning"))?;
+            // A prune that took the baseline away while this waited for its
+            // lock: a new one is started where it was.
+            if lock.is_at(&paths.lock) {
+                break lock;
+            }
+            tries += 1;
+            if tries == 8 {
+                return Err(busy("a prune keeps taking it away"));
+            }
+        };
         let mut files = HashMap::new();
         if let Ok(f) = crate::trust::open_read(&paths.file) {
             for line in BufReader::new(f).lines() {
@@ -155,4 +169,178 @@ impl Baseline {
 /// (without the lock: blobs are immutable once named).
 pub(crate) fn blobs_of(home: &std::path::Path, root: &WorkspaceRoot) -> Blobs {
     Blobs::new(BaselinePaths::new(home, &key(root)).blobs)
+}
+
+/// The workspaces `idx` has changes in (in effect, or kept for redo): each
+/// session's claim on their baselines.
+pub(crate) fn workspaces_of(idx: &Index) -> impl Iterator<Item = &WorkspaceRoot> {
+    let recorded = idx.history.iter().flat_map(|r| &r.entries);
+    idx.entries.iter().chain(recorded).map(|e| &e.workspace)
+}
+
+/// Drops (with `dry_run`, only counts) each baseline of `store` that no
+/// session uses: of none of `kept` (the workspaces the sessions a prune
+/// keeps have changes in), and none that an open scan of any session began
+/// on, looked for under the baseline's lock, which every scan beginning
+/// holds until its record is written. A baseline busy right now stays.
+/// Returns how many went and their backups' bytes.
+pub(crate) fn prune(store: &Store, kept: &[WorkspaceRoot], dry_run: bool) -> Result<(usize, u64)> {
+    let home = store.home();
+    let keep: HashSet<String> = kept.iter().map(key).collect();
+    let all = BaselinePaths::all(home);
+    let Ok(read) = std::fs::read_dir(&all) else {
+        return Ok((0, 0));
+    };
+    let (mut n, mut bytes) = (0, 0);
+    for e in read.flatten() {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        if name.starts_with(PRUNED_PREFIX) {
+            // One a crash left half deleted.
+            if !dry_run {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+            continue;
+        }
+        let a_key = name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit());
+        if keep.contains(&name) || !a_key {
+            continue;
+        }
+        let paths = BaselinePaths::new(home, &name);
+        let Ok(Some(lock)) = lock::try_acquire(&paths.lock) else {
+            continue;
+        };
+        // The sessions listed now, under the lock: one made since the
+        // prune began may have a scan open here.
+        if !lock.is_at(&paths.lock) || open_on(store).is_none_or(|o| o.contains(&name)) {
+            continue;
+        }
+        let size = bytes_in(&paths.blobs);
+        if !dry_run {
+            // Renamed away under its lock, so a scan waiting for it starts
+            // a new one; then deleted.
+            let trash = all.join(format!(
+                "{PRUNED_PREFIX}{name}-{:08x}",
+                crate::session_id::random_u64() as u32
+            ));
+            if std::fs::rename(&paths.dir, &trash).is_err() {
+                continue;
+            }
+            drop(lock);
+            let _ = std::fs::remove_dir_all(&trash);
+        }
+        n += 1;
+        bytes += size;
+    }
+    Ok((n, bytes))
+}
+
+/// The baseline keys of the workspaces the open scans of `store`'s sessions
+/// watch; `None` when the sessions or a record cannot be read (it may be
+/// any workspace's).
+fn open_on(store: &Store) -> Option<HashSet<String>> {
+    let mut out = HashSet::new();
+    for id in store.session_ids().ok()? {
+        let dir = store.session_dir(&id);
+        for id in super::record::list(&dir) {
+            if let Some(r) = super::record::load(&dir, &id, false).ok()? {
+                out.insert(key(&r.header.workspace));
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The bytes of the files in `dir`.
+fn bytes_in(dir: &Path) -> u64 {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    read.flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Workspace;
+
+    /// The baselines in `home`, by key.
+    fn baselines(home: &Path) -> Vec<String> {
+        let Ok(read) = std::fs::read_dir(home.join("baselines")) else {
+            return Vec::new();
+        };
+        let mut keys: Vec<String> = read
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// A prune drops the baseline of a workspace no kept session uses, and
+    /// keeps one a kept session has changes in or a scan open on; a scan there
+    /// afterwards builds it again.
+    #[test]
+    fn a_prune_drops_a_baseline_no_kept_session_uses() {
+        let home = tempfile::tempdir().unwrap();
+        let one = tempfile::tempdir().unwrap();
+        let ws1 = Workspace::open(one.path()).unwrap();
+        let store = Store::new(home.path());
+        let old = store.session("s").unwrap();
+        std::fs::write(one.path().join("a"), "a\n").unwrap();
+        let id = old.begin_scan(&ws1, "m", None).unwrap();
+        std::fs::write(one.path().join("a"), "b\n").unwrap();
+        old.commit_scan(&id).unwrap();
+        let two = tempfile::tempdir().unwrap();
+        let ws2 = Workspace::open(two.path()).unwrap();
+        std::fs::write(two.path().join("c"), "c\n").unwrap();
+        let open = store.session("open").unwrap();
+        let scan = open.begin_scan(&ws2, "m", None).unwrap();
+        let both = baselines(home.path());
+        assert_eq!(both.len(), 2, "{both:?}");
+        // Only "old" goes (no handle has it open), and with it the baseline of
+        // the workspace only it had changes in.
+        drop(old);
+        let everything = crate::Retention {
+            keep_recent: 0,
+            keep_for: std::time::Duration::ZERO,
+            blob_grace: std::time::Duration::ZERO,
+        };
+        let dry = store.prune(&everything, None, true).unwrap();
+        assert_eq!(dry.baselines_removed, 1, "{dry:?}");
+        assert!(dry.baseline_bytes > 0, "{dry:?}");
+        assert_eq!(baselines(home.path()), both, "a dry run deletes nothing");
+        let r = store.prune(&everything, None, false).unwrap();
+        assert_eq!(r.removed.len(), 1, "{r:?}");
+        assert_eq!(r.baselines_removed, 1, "{r:?}");
+        let left = baselines(home.path());
+        assert_eq!(left.len(), 1, "the open scan's baseline stays: {left:?}");
+        // Committed, its changes keep it.
+        std::fs::write(two.path().join("c"), "d\n").unwrap();
+        open.commit_scan(&scan).unwrap();
+        let r = store.prune(&everything, None, false).unwrap();
+        assert_eq!(r.baselines_removed, 0, "{r:?}");
+        assert_eq!(baselines(home.path()), left);
+        open.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(two.path().join("c")).unwrap(),
+            "c\n"
+        );
+        // A scan of the first workspace builds its baseline again.
+        let again = store.session("again").unwrap();
+        let id = again.begin_scan(&ws1, "m", None).unwrap();
+        std::fs::write(one.path().join("a"), "c\n").unwrap();
+        again.commit_scan(&id).unwrap();
+        assert_eq!(baselines(home.path()).len(), 2);
+        again.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(one.path().join("a")).unwrap(),
+            "b\n"
+        );
+    }
 }

@@ -1,5 +1,5 @@
-//! The directories a command made or removed: the directories a scan's
-//! record lists compared with those the workspace has now. A file the
+//! The directories a command made, removed or `chmod`ed: the directories a
+//! scan's record lists compared with those the workspace has now. A file the
 //! command replaced by a directory (or the reverse) is one of these too; the
 //! commit records it as one change of that path, from one kind to the other.
 //!
@@ -22,6 +22,9 @@ pub(crate) struct DirChanges {
     /// Removed by the command: their permission bits when the scan began
     /// (`None`: a format 1 record, which did not say).
     pub(crate) removed: BTreeMap<String, Option<u32>>,
+    /// There before and now with other permission bits: (before, now). A
+    /// format 1 record, which did not say, has none.
+    pub(crate) moded: BTreeMap<String, (u32, u32)>,
 }
 
 impl DirChanges {
@@ -55,5 +58,17 @@ pub(crate) fn compare(record: &Record, now: &Found, root: &Path) -> DirChanges {
         .filter(|(d, _)| !std::fs::symlink_metadata(root.join(d)).is_ok_and(|m| m.is_dir()))
         .map(|(d, m)| (d.clone(), *m))
         .collect();
-    DirChanges { made, removed }
+    let moded = now
+        .dirs
+        .iter()
+        .filter_map(|(d, now)| match before.get(d.as_str()) {
+            Some(Some(was)) if was != now => Some((d.clone(), (*was, *now))),
+            _ => None,
+        })
+        .collect();
+    DirChanges {
+        made,
+        removed,
+        moded,
+    }
 }

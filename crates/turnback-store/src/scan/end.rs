@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState, ScanMark};
 use crate::relpath::RelPath;
-use crate::revert::{self, RevertOptions};
+use crate::revert::{self, RevertAction, RevertOptions};
 use crate::session::{Draft, Session};
 use crate::workspace::Workspace;
 
@@ -23,92 +23,10 @@ use super::baseline;
 use super::changes::{self, Candidate};
 use super::dirs::{self, DirChanges};
 use super::git;
+use super::links;
 use super::record::{self, Header, Record, Source};
+use super::report::{self, RolledBack, ScanChangeKind, ScanReport, Unrecorded};
 use super::walk::Stat;
-
-/// What a committed (or rolled back) scan found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanReport {
-    /// The scan's id.
-    pub id: String,
-    /// The session.
-    pub session: String,
-    /// The message its entries are recorded under.
-    pub message_id: String,
-    /// The command line it bracketed, where known.
-    pub command: Option<String>,
-    /// Each change found, in path order.
-    pub changes: Vec<ScanChange>,
-    /// Changes found that no entry records, and why.
-    pub unrecorded: Vec<Unrecorded>,
-    /// True for a rollback: the changes were put back, nothing recorded.
-    pub rolled_back: bool,
-}
-
-/// One file (or directory) a scan found changed, and its entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanChange {
-    /// The path relative to the workspace.
-    pub path: String,
-    /// What happened to it.
-    pub kind: ScanChangeKind,
-    /// True for a directory: one the command made, or removed, or that now
-    /// stands where a file was ([`ScanChangeKind::Replaced`]).
-    pub directory: bool,
-    /// Its entry (none after a rollback).
-    pub seq: Option<u64>,
-    /// Other sessions whose scans saw the same change (an undo refuses).
-    pub shared_with: Vec<String>,
-}
-
-/// What a command did to a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScanChangeKind {
-    /// New contents (and maybe a new mode).
-    Modified,
-    /// Only the permission bits changed.
-    ModeChanged,
-    /// It did not exist before.
-    Created,
-    /// It no longer exists (a rename is a delete and a create).
-    Deleted,
-    /// A file became a directory, or a directory a file
-    /// ([`ScanChange::directory`] says which it is now).
-    Replaced,
-}
-
-/// A change a scan found but does not record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unrecorded {
-    /// A symbolic link was made, changed or removed: not undoable.
-    Link {
-        /// The path.
-        path: String,
-    },
-    /// A file over the size limit changed: it was not backed up.
-    TooBig {
-        /// The path.
-        path: String,
-        /// Its size when the scan began (or now, for a new one).
-        size: u64,
-    },
-    /// Another session (or this one) recorded this change during the
-    /// bracket: it is that session's.
-    RecordedBy {
-        /// The path.
-        path: String,
-        /// The session that recorded it.
-        session: String,
-    },
-    /// Its contents before the command could not be had (a git object
-    /// gone, a file a filter changes): not backed up.
-    NoBackup {
-        /// The path.
-        path: String,
-        /// Why.
-        reason: String,
-    },
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -130,8 +48,15 @@ impl Found {
     /// writes back the files: the files restored, then the directories
     /// removed (deepest first), then what was made or replaced (outermost
     /// first). A redo goes the other way.
+    ///
+    /// A directory's new mode goes among the files, before what is inside
+    /// it (a redo opens it before it writes there), unless it shuts out its
+    /// owner (no `u+wx`): then last, so that a redo writes inside first and
+    /// an undo opens it again before anything else.
     fn order(&self) -> (u8, std::cmp::Reverse<String>, String) {
         let path = self.draft.rel.to_string();
+        let after = self.draft.after.as_ref();
+        let shut = after.is_some_and(|a| a.is_dir() && a.mode.is_some_and(|m| m & 0o300 != 0o300));
         match self.kind {
             ScanChangeKind::Deleted if self.draft.before.is_dir() => {
                 (1, std::cmp::Reverse(path), String::new())
@@ -139,6 +64,7 @@ impl Found {
             ScanChangeKind::Created | ScanChangeKind::Replaced => {
                 (2, std::cmp::Reverse(String::new()), path)
             }
+            ScanChangeKind::ModeChanged if shut => (3, std::cmp::Reverse(String::new()), path),
             _ => (0, std::cmp::Reverse(String::new()), path),
         }
     }
@@ -175,7 +101,8 @@ impl Session {
             self.view(|idx| idx.entries.iter().filter(|e| mine(e)).cloned().collect())?;
         if !already.is_empty() {
             // A commit or rollback that died after recording: finish it.
-            return self.finish(&rec, &ws, how, already, Vec::new());
+            let known = RolledBack::default();
+            return self.finish(&rec, &ws, how, already, Vec::new(), known);
         }
         let mut skip = HashSet::new();
         if let Ok(home) = std::fs::canonicalize(self.store().home()) {
@@ -189,21 +116,35 @@ impl Session {
             .map(|c| c.path.as_str())
             .chain(dirs.made.keys().map(String::as_str))
             .chain(dirs.removed.keys().map(String::as_str))
+            .chain(dirs.moded.keys().map(String::as_str))
             .map(|p| ws.root().join(p))
             .collect();
         let _locks = self.lock_files(&files)?;
         let mut unrecorded = Vec::new();
         let found = self.resolve(&rec, &ws, candidates, dirs, &mut unrecorded)?;
+        if how == End::Rollback {
+            // Refused here, as an undo would refuse, rather than part way.
+            let drafts: Vec<&Draft> = found.iter().map(|f| &f.draft).collect();
+            super::refuse::not_empty(self.id(), &ws, &drafts)?;
+        }
         crate::crash::point("scan-backed-up");
         let not_undoable: Vec<String> = unrecorded
             .iter()
             .filter_map(|u| match u {
                 Unrecorded::RecordedBy { .. } => None,
-                Unrecorded::Link { path }
+                Unrecorded::Link { path, .. }
+                | Unrecorded::UnderLink { path, .. }
                 | Unrecorded::TooBig { path, .. }
                 | Unrecorded::NoBackup { path, .. } => Some(path.clone()),
             })
             .collect();
+        // What each change was: a rollback's entries record no "after".
+        let mut known = RolledBack::default();
+        for f in &found {
+            let after = f.draft.after.as_ref().expect("a change found");
+            let dir = after.is_dir() || (!after.exists && f.draft.before.is_dir());
+            known.changes.insert(f.draft.rel.to_string(), (f.kind, dir));
+        }
         let (drafts, marks): (Vec<Draft>, Vec<ScanMark>) = found
             .into_iter()
             .map(|mut f| {
@@ -226,11 +167,12 @@ impl Session {
         };
         crate::crash::point("scan-recorded");
         drop(_locks);
-        self.finish(&rec, &ws, how, entries, unrecorded)
+        self.finish(&rec, &ws, how, entries, unrecorded, known)
     }
 
     /// Closes the scan once its entries are recorded (a rollback first
-    /// rolls each back, newest first).
+    /// rolls each back, newest first, noting in `known` each directory it
+    /// keeps).
     fn finish(
         &self,
         rec: &Record,
@@ -238,6 +180,7 @@ impl Session {
         how: End,
         entries: Vec<Entry>,
         unrecorded: Vec<Unrecorded>,
+        mut known: RolledBack,
     ) -> Result<ScanReport> {
         if how == End::Rollback {
             for e in entries.iter().rev() {
@@ -245,13 +188,28 @@ impl Session {
                 let _lock = self.lock_file(ws, &rel)?;
                 let held = BTreeSet::from([rel.under(ws.root())]);
                 match revert::rollback(self, e.seq, RevertOptions::default(), &held) {
-                    Ok(_) | Err(Error::NoSuchEntry { .. }) => {}
+                    Ok(r) => {
+                        known
+                            .kept
+                            .extend(r.files.into_iter().filter_map(|f| match f.action {
+                                RevertAction::KeepDirectory { holding } => Some((f.path, holding)),
+                                _ => None,
+                            }))
+                    }
+                    Err(Error::NoSuchEntry { .. }) => {}
                     Err(err) => return Err(err),
                 }
             }
         }
         record::remove(self.session_dir(), &rec.header.id)?;
-        Ok(report(&rec.header, self.id(), how, &entries, unrecorded))
+        let rolled_back = (how == End::Rollback).then_some(&known);
+        Ok(report::report(
+            &rec.header,
+            self.id(),
+            rolled_back,
+            &entries,
+            unrecorded,
+        ))
     }
 
     /// Decides each candidate under its file's lock: unchanged after all,
@@ -266,6 +224,8 @@ impl Session {
         unrecorded: &mut Vec<Unrecorded>,
     ) -> Result<Vec<Found>> {
         let h = &rec.header;
+        // What a link is part of is reported, not recorded.
+        let candidates = links::sort_out(ws, candidates, &mut dirs, unrecorded);
         // Git objects first, in one `git cat-file`.
         let wanted: Vec<(String, String)> = candidates
             .iter()
@@ -282,6 +242,7 @@ impl Session {
             .map(|c| c.path.as_str())
             .chain(dirs.made.keys().map(String::as_str))
             .chain(dirs.removed.keys().map(String::as_str))
+            .chain(dirs.moded.keys().map(String::as_str))
             .collect();
         let root = &h.workspace;
         let others = self.store().entries_where(|e| {
@@ -304,19 +265,8 @@ impl Session {
             let before = match c.before.as_ref().map(|b| &b.source) {
                 // Absent, or a directory the command replaced by this file.
                 None => dirs.before(&path).unwrap_or_else(FileState::absent),
-                Some(Source::Link(_)) => {
-                    if c.now.is_some_and(|s| s.is_link())
-                        && link_target(ws, &path).as_deref()
-                            == Some(c.before.as_ref().map_or("", |b| match &b.source {
-                                Source::Link(t) => t.as_str(),
-                                _ => "",
-                            }))
-                    {
-                        continue;
-                    }
-                    unrecorded.push(Unrecorded::Link { path });
-                    continue;
-                }
+                // `links::sort_out` took every link out.
+                Some(Source::Link(_)) => continue,
                 Some(Source::TooBig) => {
                     let size = c.before.as_ref().map_or(0, |b| b.stat.size);
                     unrecorded.push(Unrecorded::TooBig { path, size });
@@ -354,10 +304,6 @@ impl Session {
                 }
             };
             let now = match c.now {
-                Some(s) if s.is_link() => {
-                    unrecorded.push(Unrecorded::Link { path });
-                    continue;
-                }
                 Some(s) if s.size > h.limit => {
                     unrecorded.push(Unrecorded::TooBig { path, size: s.size });
                     continue;
@@ -376,9 +322,11 @@ impl Session {
                 out.push(f);
             }
         }
-        // The directories made or removed that no file change took in.
+        // The directories made or removed that no file change took in, and
+        // those whose mode changed.
         let made = std::mem::take(&mut dirs.made);
         let removed = std::mem::take(&mut dirs.removed);
+        let moded = std::mem::take(&mut dirs.moded);
         let changed = made
             .into_iter()
             .map(|(d, m)| (d, FileState::absent(), FileState::directory(Some(m))))
@@ -386,7 +334,11 @@ impl Session {
                 removed
                     .into_iter()
                     .map(|(d, m)| (d, FileState::directory(m), FileState::absent())),
-            );
+            )
+            .chain(moded.into_iter().map(|(d, (was, now))| {
+                let (was, now) = (Some(was), Some(now));
+                (d, FileState::directory(was), FileState::directory(now))
+            }));
         for (path, before, now) in changed {
             let Some(rel) = RelPath::new(&path) else {
                 continue;
@@ -467,17 +419,7 @@ fn attribute(
     );
     shared_with.sort();
     shared_with.dedup();
-    let kind = if !before.exists {
-        ScanChangeKind::Created
-    } else if !now.exists {
-        ScanChangeKind::Deleted
-    } else if before.is_dir() != now.is_dir() {
-        ScanChangeKind::Replaced
-    } else if now.same_contents(&before) {
-        ScanChangeKind::ModeChanged
-    } else {
-        ScanChangeKind::Modified
-    };
+    let kind = report::kind_of(&before, &now);
     Some(Found {
         draft: Draft {
             rel,
@@ -499,56 +441,4 @@ fn attribute(
 struct Others<'a> {
     others: &'a [(String, Entry)],
     watching: &'a [(String, [i64; 2])],
-}
-
-fn link_target(ws: &Workspace, path: &str) -> Option<String> {
-    let t = crate::sys::link_target_bytes(&ws.root().join(path)).ok()?;
-    Some(String::from_utf8_lossy(&t).into_owned())
-}
-
-fn report(
-    h: &Header,
-    session: &str,
-    how: End,
-    entries: &[Entry],
-    unrecorded: Vec<Unrecorded>,
-) -> ScanReport {
-    let mut changes: Vec<ScanChange> = entries
-        .iter()
-        .map(|e| {
-            let after = e.after.clone().unwrap_or_else(FileState::absent);
-            let kind = if !e.before.exists {
-                ScanChangeKind::Created
-            } else if !after.exists && how == End::Commit {
-                ScanChangeKind::Deleted
-            } else if after.exists && after.is_dir() != e.before.is_dir() {
-                ScanChangeKind::Replaced
-            } else if after.same_contents(&e.before) && how == End::Commit {
-                ScanChangeKind::ModeChanged
-            } else {
-                ScanChangeKind::Modified
-            };
-            ScanChange {
-                path: e.path.clone(),
-                kind,
-                directory: after.is_dir() || (!after.exists && e.before.is_dir()),
-                seq: (how == End::Commit).then_some(e.seq),
-                shared_with: e
-                    .scan
-                    .as_ref()
-                    .map(|m| m.shared_with.clone())
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
-    ScanReport {
-        id: h.id.clone(),
-        session: session.to_owned(),
-        message_id: h.message_id.clone(),
-        command: h.command.clone(),
-        changes,
-        unrecorded,
-        rolled_back: how == End::Rollback,
-    }
 }

@@ -7,7 +7,10 @@
 //! what git's index already holds (clean files need no copy), `baseline` the
 //! workspace's own backups shared by its sessions, `record` the bracket's
 //! durable record, `begin` taking it, `changes` comparing the workspace with
-//! it (`dirs` its directories), and `end` committing or rolling back.
+//! it (`dirs` its directories, `links` the symbolic links it does not
+//! record), `end` committing or rolling back,
+//! `refuse` what a rollback checks before it touches anything, and `report`
+//! what a scan reports.
 
 mod baseline;
 mod begin;
@@ -15,10 +18,14 @@ mod changes;
 mod dirs;
 mod end;
 mod git;
+mod links;
 mod record;
+mod refuse;
+mod report;
 #[cfg(test)]
 mod tests;
 mod walk;
 
+pub(crate) use baseline::{prune as prune_baselines, workspaces_of};
 pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions};
-pub use end::{ScanChange, ScanChangeKind, ScanReport, Unrecorded};
+pub use report::{PathKind, ScanChange, ScanChangeKind, ScanReport, Unrecorded};

@@ -323,13 +323,51 @@ fn a_made_directory_holding_an_ignored_file_stays_and_the_undo_goes_on() {
         kinds(&r),
         [("a".into(), Modified), ("logs".into(), Created)]
     );
-    s.undo(RevertOptions::default()).unwrap();
+    let kept = crate::RevertAction::KeepDirectory {
+        holding: "logs/run.log".into(),
+    };
+    let preview = s
+        .undo(RevertOptions {
+            dry_run: true,
+            ..RevertOptions::default()
+        })
+        .unwrap();
+    let action = |r: &crate::RevertReport, path: &str| {
+        let f = r.files.iter().find(|f| f.path == path).unwrap();
+        f.action.clone()
+    };
+    assert_eq!(action(&preview, "logs"), kept, "the preview says it stays");
+    let r = s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(action(&r, "logs"), kept, "reported kept, not deleted");
     assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a\n");
     assert_eq!(
         std::fs::read_to_string(d.join("logs/run.log")).unwrap(),
         "log\n",
         "an ignored file is never deleted, nor its directory"
     );
+    // A rollback says so too, with what the change was.
+    let id = s.begin_scan(&ws, "m", None).unwrap();
+    std::fs::create_dir_all(d.join("more/deep")).unwrap();
+    std::fs::write(d.join("more/deep/x.log"), "log\n").unwrap();
+    std::fs::write(d.join("more/made"), "made\n").unwrap();
+    std::fs::remove_file(d.join("a")).unwrap();
+    let r = s.rollback_scan(&id).unwrap();
+    let seen: Vec<_> = r
+        .changes
+        .iter()
+        .map(|c| (c.path.as_str(), c.kind, c.directory, c.kept.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("a", Deleted, false, None),
+            ("more", Created, true, Some("more/deep")),
+            ("more/deep", Created, true, Some("more/deep/x.log")),
+            ("more/made", Created, false, None),
+        ]
+    );
+    assert!(!d.join("more/made").exists());
+    assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a\n");
 }
 
 #[test]
@@ -350,6 +388,101 @@ fn a_rollback_of_swaps_puts_the_tree_back_and_records_nothing() {
     s.rollback_scan(&id).unwrap();
     assert_eq!(tree(d), start);
     assert!(s.entries().unwrap().is_empty());
+}
+
+/// A rollback that would have to put a file back where the command made a
+/// directory, which now holds a file the scan did not record (an ignored
+/// one), refuses before it records or touches anything, as an undo does;
+/// the scan stays open, and rolls back once the file is gone.
+#[test]
+fn a_rollback_over_a_directory_holding_an_unrecorded_file_refuses_up_front() {
+    let (_home, dir, s, ws) = bed();
+    let d = dir.path();
+    std::fs::write(d.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(d.join("a"), "a\n").unwrap();
+    std::fs::write(d.join("f"), "file\n").unwrap();
+    let start = tree(d);
+    let id = s.begin_scan(&ws, "m", None).unwrap();
+    std::fs::write(d.join("a"), "b\n").unwrap();
+    std::fs::remove_file(d.join("f")).unwrap();
+    std::fs::create_dir_all(d.join("f/sub")).unwrap();
+    std::fs::write(d.join("f/x"), "x\n").unwrap();
+    std::fs::write(d.join("f/sub/run.log"), "log\n").unwrap();
+    let held = tree(d);
+    match s.rollback_scan(&id) {
+        Err(crate::Error::Refused { conflicts, .. }) => {
+            assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+            assert_eq!(conflicts[0].path, "f");
+            assert_eq!(
+                conflicts[0].reason,
+                crate::ConflictReason::NotEmpty {
+                    found: "f/sub/run.log".into()
+                }
+            );
+            assert!(conflicts[0].to_string().contains("f/sub/run.log"));
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(tree(d), held, "nothing touched");
+    assert!(s.entries().unwrap().is_empty(), "nothing recorded");
+    assert_eq!(s.open_scans().unwrap().len(), 1, "the scan stays open");
+    std::fs::remove_file(d.join("f/sub/run.log")).unwrap();
+    s.rollback_scan(&id).unwrap();
+    assert_eq!(tree(d), start);
+    assert!(s.open_scans().unwrap().is_empty());
+}
+
+/// A `chmod` of a directory is a change of its own: found, undone, redone;
+/// one that shuts its owner out is the step's last entry (an undo opens it
+/// first, a redo closes it after writing inside).
+#[test]
+fn a_directory_chmod_is_recorded_undone_and_redone() {
+    let (_home, dir, s, ws) = bed();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("open/inner")).unwrap();
+    std::fs::create_dir(d.join("shut")).unwrap();
+    std::fs::write(d.join("shut/f"), "f\n").unwrap();
+    chmod(&d.join("open/inner"), 0o700);
+    chmod(&d.join("shut"), 0o755);
+    let start = tree(d);
+    let id = s.begin_scan(&ws, "m", None).unwrap();
+    chmod(&d.join("open/inner"), 0o755);
+    chmod(&d.join("open"), 0o750);
+    std::fs::write(d.join("shut/f"), "g\n").unwrap();
+    chmod(&d.join("shut"), 0o555);
+    let after = tree(d);
+    let r = s.commit_scan(&id).unwrap();
+    use ScanChangeKind::*;
+    assert_eq!(
+        kinds(&r),
+        [
+            ("open".into(), ModeChanged),
+            ("open/inner".into(), ModeChanged),
+            ("shut".into(), ModeChanged),
+            ("shut/f".into(), Modified),
+        ]
+    );
+    assert!(
+        r.changes
+            .iter()
+            .all(|c| c.directory == (c.path != "shut/f"))
+    );
+    let seq = |p: &str| r.changes.iter().find(|c| c.path == p).unwrap().seq;
+    assert!(
+        seq("open") < seq("open/inner"),
+        "path order among the files"
+    );
+    assert!(seq("shut/f") < seq("shut"), "a directory shut goes last");
+    let entries = s.entries().unwrap();
+    let shut = entries.iter().find(|e| e.path == "shut").unwrap();
+    assert_eq!(shut.before, crate::FileState::directory(Some(0o755)));
+    assert_eq!(shut.after, Some(crate::FileState::directory(Some(0o555))));
+    s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), start, "the undo puts every mode back");
+    s.redo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), after, "the redo does the chmods again");
+    s.undo(RevertOptions::default()).unwrap();
+    assert_eq!(tree(d), start);
 }
 
 #[test]

@@ -190,7 +190,7 @@ impl Parents {
 /// out (an ignore file names it) and that is a file or a link now.
 pub(crate) fn add_also(root: &Path, found: &mut Found, also: &[String]) {
     for p in also {
-        if found.files.contains_key(p) {
+        if found.files.contains_key(p) || through_a_link(root, p) {
             continue;
         }
         if let Ok(md) = std::fs::symlink_metadata(root.join(p)) {
@@ -216,6 +216,18 @@ pub(crate) fn drop_under(found: &mut Found, dirs: &[String]) {
     };
     found.files.retain(|p, _| !inside(p));
     found.dirs.retain(|p, _| !inside(p));
+}
+
+/// True when a directory on the way to `rel` (under `root`) is not one: a
+/// symbolic link (never followed out of the workspace) or nothing.
+fn through_a_link(root: &Path, rel: &str) -> bool {
+    let mut at = root.to_owned();
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    parts.into_iter().any(|part| {
+        at.push(part);
+        !std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir())
+    })
 }
 
 /// `path` under `root` as a `/`-separated relative path (`None`: not UTF-8).
