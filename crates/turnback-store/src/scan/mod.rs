@@ -19,6 +19,8 @@ mod dirs;
 mod end;
 mod git;
 mod links;
+#[cfg(test)]
+mod nested_tests;
 mod record;
 mod refuse;
 mod report;
