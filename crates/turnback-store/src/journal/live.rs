@@ -85,16 +85,20 @@ impl Loaded {
     }
 
     /// True when a change that adds at most `adds` entries naming `bytes`
-    /// of new backups can be made on this cache: always on a whole index,
-    /// and on a partial one while it leaves the session within the caps
-    /// (`max_entries` entries, `max_bytes` of backups), with nothing to
-    /// evict.
-    pub(crate) fn fits(&self, adds: usize, bytes: u64, max_entries: usize, max_bytes: u64) -> bool {
-        match &self.summary {
-            _ if !self.state.is_partial() => true,
-            Some(s) => s.fits(adds, bytes, max_entries, max_bytes),
-            None => false,
-        }
+    /// of new backups leaves the session within the caps (`max_entries`
+    /// entries, `max_bytes` of backups) by what the summary in memory says:
+    /// it then evicts nothing, and the caps need not look at the index.
+    /// `false` when there is no summary to tell.
+    pub(crate) fn within_caps(
+        &self,
+        adds: usize,
+        bytes: u64,
+        max_entries: usize,
+        max_bytes: u64,
+    ) -> bool {
+        self.summary
+            .as_ref()
+            .is_some_and(|s| s.fits(adds, bytes, max_entries, max_bytes))
     }
 
     /// What names the files this cache holds, for its summary.

@@ -424,14 +424,14 @@ impl Session {
             Some(_) => Loaded::refresh_live(&mut cache, files, self.id())?,
             None => Loaded::refresh(&mut cache, files, self.id())?,
         }
-        if let Some((adds, bytes)) = live
-            && !cache.as_ref().expect("refreshed").fits(
-                adds,
-                bytes,
-                caps.max_entries,
-                caps.max_bytes,
-            )
-        {
+        // Within the caps by the summary's totals: the caps need not look at
+        // the index (nor can they, on a partial state). Settling below only
+        // takes entries away.
+        let within = live.is_some_and(|(adds, bytes)| {
+            let loaded = cache.as_ref().expect("refreshed");
+            loaded.within_caps(adds, bytes, caps.max_entries, caps.max_bytes)
+        });
+        if !within && cache.as_ref().is_some_and(|l| l.state.is_partial()) {
             Loaded::refresh(&mut cache, files, self.id())?;
         }
         // Settling is its own change, durable on its own: what it found is true
@@ -446,8 +446,8 @@ impl Session {
         let out = journal::change_again(&mut cache, files, self.id(), durability, |idx| {
             let out = f(idx)?;
             // In the same index update: a change past a cap evicts the oldest
-            // (a partial state was given only to a change that cannot pass one).
-            match idx.is_partial() {
+            // (one the summary says stays within them cannot pass one).
+            match within {
                 true => debug_assert!(idx.added_entries().len() <= live.map_or(0, |l| l.0)),
                 false => eviction = crate::caps::enforce(idx, caps),
             }
