@@ -174,8 +174,8 @@ pub(crate) fn summary_agrees(files: &Files, session: &str) -> std::result::Resul
         true => Ok(()),
         false => Err(format!(
             "the summary says {a:?} and {:?}, the index {b:?} and {:?}",
-            String::from_utf8_lossy(&ours_t.bytes),
-            String::from_utf8_lossy(&theirs_t.bytes)
+            String::from_utf8_lossy(&ours_t.bytes[..]),
+            String::from_utf8_lossy(&theirs_t.bytes[..])
         )),
     }
 }

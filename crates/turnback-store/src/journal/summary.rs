@@ -21,7 +21,6 @@
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -247,7 +246,7 @@ impl Summary {
             next_record: h.next_record,
             ..crate::index::Index::empty(&h.session)
         };
-        State::of_summary(index, Arc::new(self.table.bytes.clone()))
+        State::of_summary(index, self.table.bytes.clone())
     }
 
     /// Reads the session's summary: `None` when there is none, or it is
@@ -260,7 +259,7 @@ impl Summary {
             .ok()?;
         let head = Summary::parse(&bytes, session)?;
         let t = &head.table;
-        let mut table = Vec::new();
+        let mut table = Vec::with_capacity(t.len as usize);
         let f = trust::open_read(&files.table).ok()?;
         f.take(t.len).read_to_end(&mut table).ok()?;
         if table.len() as u64 != t.len {

@@ -8,12 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A table and what a summary's header says of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Table {
-    /// The lines.
-    pub(super) bytes: Vec<u8>,
+    /// The lines (shared with the partial state made from the table, which
+    /// copies them only if a change sets a number).
+    pub(super) bytes: Arc<Vec<u8>>,
     /// Their checksum, line by line (so that appending continues it).
     pub(super) sum: u64,
     /// How many lines.
@@ -89,7 +91,7 @@ impl Table {
             t.sum = fold(t.sum, line);
             t.lines += 1;
         }
-        t.bytes = bytes;
+        t.bytes = Arc::new(bytes);
         t.files = files;
         (t.sum == sum && t.lines == lines).then_some(t)
     }
@@ -106,7 +108,7 @@ impl Table {
         self.sum = fold(self.sum, &line);
         self.lines += 1;
         self.files += u64::from(n > 0);
-        self.bytes.extend_from_slice(&line);
+        Arc::make_mut(&mut self.bytes).extend_from_slice(&line);
         Some(())
     }
 
@@ -120,7 +122,7 @@ impl Table {
         line.extend_from_slice(format!(" {n}\n").as_bytes());
         self.sum = fold(self.sum, &line);
         self.lines += 1;
-        self.bytes.extend_from_slice(&line);
+        Arc::make_mut(&mut self.bytes).extend_from_slice(&line);
         match (old, n) {
             (0, 1..) => self.files += 1,
             (1.., 0) => self.files -= 1,
@@ -151,7 +153,7 @@ impl Table {
             t.sum = fold(t.sum, line);
             t.lines += 1;
             t.files += 1;
-            t.bytes.extend_from_slice(line);
+            Arc::make_mut(&mut t.bytes).extend_from_slice(line);
         }
         t
     }
@@ -174,13 +176,13 @@ mod tests {
         assert_eq!((t.count(a), t.count(ab), t.count(b)), (3, 5, 0));
         assert_eq!(t.count(Path::new("/w")), 0);
         assert_eq!((t.lines, t.files), (5, 2));
-        let again = Table::checked(t.bytes.clone(), t.sum, t.lines, t.files).unwrap();
+        let again = Table::checked(t.bytes.to_vec(), t.sum, t.lines, t.files).unwrap();
         assert_eq!(again, t);
         let r = t.rewritten();
         assert_eq!((r.count(a), r.count(ab), r.count(b)), (3, 5, 0));
         assert_eq!((r.lines, r.files), (2, 2));
-        assert!(Table::checked(r.bytes.clone(), r.sum, r.lines, r.files).is_some());
-        let mut torn = t.bytes.clone();
+        assert!(Table::checked(r.bytes.to_vec(), r.sum, r.lines, r.files).is_some());
+        let mut torn = t.bytes.to_vec();
         torn.pop();
         assert!(Table::checked(torn, t.sum, t.lines, t.files).is_none());
     }
