@@ -172,6 +172,55 @@ fn claude_code_write_then_edit_is_recorded_by_turn_and_rewound_from_another_proc
 }
 
 #[test]
+fn the_hooks_obey_the_settings_and_say_when_they_cannot_read_them() {
+    let env = Env::new();
+    // One Write hook pair of `file`, with `TURNBACK_MAX_ENTRIES` at `cap`;
+    // what the PreToolUse hook said.
+    let pair = |file: &str, call: &str, cap: &str| {
+        let path = Value::from(env.path(file).to_str().unwrap());
+        let call = Value::from(call);
+        let pre = with(
+            claude(&env, "PreToolUse-Write"),
+            "/tool_input/file_path",
+            path.clone(),
+        );
+        let post = with(
+            claude(&env, "PostToolUse-Write"),
+            "/tool_input/file_path",
+            path,
+        );
+        let run = |event: &Value| {
+            let mut c = hook_cmd(&env, "claude-code");
+            c.env("TURNBACK_MAX_ENTRIES", cap);
+            run_with_input(
+                c,
+                with(event.clone(), "/tool_use_id", call.clone())
+                    .to_string()
+                    .as_bytes(),
+            )
+        };
+        let out = run(&pre);
+        let said = match out.stdout.is_empty() {
+            true => String::new(),
+            false => system_message(&out),
+        };
+        std::fs::write(env.path(file), call.as_str().unwrap()).unwrap();
+        run(&post);
+        said
+    };
+    assert_eq!(pair("a.txt", "t1", "1"), "");
+    assert_eq!(pair("b.txt", "t2", "1"), "");
+    // The cap of one entry evicted the first.
+    let entries = all_entries(&env, CLAUDE_SESSION);
+    assert_eq!(entries, [("b.txt".to_owned(), "t2".to_owned(), true)]);
+    // Settings that do not parse: the defaults, and the person is told.
+    let said = pair("c.txt", "t3", "lots");
+    assert!(said.contains("settings were not read"), "{said}");
+    assert!(said.contains("TURNBACK_MAX_ENTRIES"), "{said}");
+    assert_eq!(all_entries(&env, CLAUDE_SESSION).len(), 2);
+}
+
+#[test]
 fn claude_code_project_dir_is_the_workspace_and_a_relative_path_is_resolved() {
     let env = Env::new();
     std::fs::create_dir(env.path("sub")).unwrap();

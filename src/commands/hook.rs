@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use turnback_store::Store;
+use turnback_store::{Settings, Store};
 
 use crate::cli::Cli;
 use crate::hooks::event::{Agent, EventKind};
@@ -36,6 +36,14 @@ pub(crate) fn run(cli: &Cli, args: &HookArgs) -> ExitCode {
         Some(home) => Ok(Store::new(home)),
         None => Store::open_default(),
     };
+    // The caps and the rest of the settings hold for an agent's changes as
+    // for every command's; settings that cannot be read leave the defaults
+    // in force, and the person is told.
+    let (store, bad_settings) = match store.map(|s| (Settings::load(), s)) {
+        Ok((Ok(settings), s)) => (Ok(s.with_settings(settings)), None),
+        Ok((Err(e), s)) => (Ok(s), Some(e)),
+        Err(e) => (Err(e), None),
+    };
     let mut stdin = std::io::stdin().lock();
     let (event_name, outcome) = match (store.as_ref(), payload::read_object(&mut stdin)) {
         (Err(e), _) => (
@@ -60,6 +68,11 @@ pub(crate) fn run(cli: &Cli, args: &HookArgs) -> ExitCode {
             }
         },
     };
+    let mut outcome = outcome;
+    if let Some(e) = bad_settings {
+        let said = format!("turnback: the settings were not read ({e}): the defaults are in force");
+        outcome.messages.insert(0, said);
+    }
     if outcome.messages.is_empty() {
         return ExitCode::SUCCESS;
     }

@@ -61,8 +61,8 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
         EventKind::After(call) | EventKind::Failed(call) => Some(call),
         _ => None,
     };
-    let open = match session.entries() {
-        Ok(entries) => entries.into_iter().filter(|e| !e.is_committed()).collect(),
+    let open = match session.open_entries() {
+        Ok(entries) => entries,
         Err(e) => {
             out.say(format!("session {}: {e}", ev.session));
             Vec::new()

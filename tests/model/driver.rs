@@ -627,6 +627,13 @@ pub fn check_invariants(real: &Real, model: &Model) {
         model_tree(model),
         "the workspace (files, directories, links)"
     );
+    // A summary the next process would trust says what the index says.
+    for id in [MAIN, OTHER] {
+        let dir = real.home.join("sessions").join(id);
+        if let Err(why) = turnback_store::fuzz_support::summary_agrees(&dir, id) {
+            panic!("session {id}'s summary: {why}");
+        }
+    }
 
     let entries: Vec<String> = real
         .session

@@ -149,15 +149,20 @@ impl Session {
     }
 
     fn uncommitted(&self, seq: u64) -> Result<Entry> {
-        self.view(|s| self.uncommitted_in(s, seq).cloned())?
+        // An open entry is in the summary; the error for any other needs the
+        // whole index.
+        match self.open_entry(seq)? {
+            Some(e) => Ok(e),
+            None => self.view(|s| self.uncommitted_in(s, seq).cloned())?,
+        }
     }
 
     pub(crate) fn commit_locked(&self, ws: &Workspace, rel: &RelPath, seq: u64) -> Result<Entry> {
         let after = ws.current_state(rel)?;
-        self.mutate(Durability::Full, |idx| {
+        self.mutate_entry(Durability::Full, |idx| {
             self.uncommitted_in(idx, seq)?;
             let e = idx.entry_mut(seq).expect("found just now");
-            e.after = Some(after);
+            e.after = Some(after.clone());
             Ok(e.clone())
         })
     }

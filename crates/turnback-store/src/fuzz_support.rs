@@ -37,6 +37,22 @@ pub fn journal_replay(bytes: &[u8]) {
     assert_eq!(idx, again);
 }
 
+/// What the summary reader (`index.summary`) accepts of `body`, the bytes
+/// after its checksum line (given the right checksum, which random bytes
+/// would never have), names no path unsafely, and is read back the same once
+/// written.
+pub fn summary_round_trip(body: &[u8]) {
+    crate::journal::summary_round_trip(body);
+}
+
+/// The summary of the session `id` whose directory is `dir` (where it is
+/// trusted: it matches the index files) says what the whole index says:
+/// `Err` names what differs.
+pub fn summary_agrees(dir: &Path, id: &str) -> Result<(), String> {
+    let dir = crate::layout::SessionDir::at(dir.to_owned(), id);
+    crate::journal::summary_agrees(dir.index_files(), id)
+}
+
 /// An accepted session id is exactly one plain path component.
 pub fn session_id(id: &str) {
     if crate::session_id::validate(id).is_ok() {

@@ -7,6 +7,8 @@
 //! <home>/sessions/<id>/live                locked shared by every open handle
 //! <home>/sessions/<id>/index.json          the index's snapshot (via index.json.tmp)
 //! <home>/sessions/<id>/journal.jsonl       every change since the snapshot
+//! <home>/sessions/<id>/index.summary       what a write needs of them (via index.summary.tmp)
+//! <home>/sessions/<id>/index.summary.table its files' numbers of entries (appended; via .tmp)
 //! <home>/sessions/<id>/reverting.json      a revert under way (via reverting.json.tmp)
 //! <home>/sessions/<id>/blobs/<sha256>      the backups (`blobs.rs` names what is inside)
 //! <home>/sessions/.pruned-<id>-<random>    a session prune is deleting
@@ -70,6 +72,12 @@ const INDEX_FILE: &str = "index.json";
 
 /// The changes since the snapshot, one line each (`journal/`).
 const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// What a write needs of the index, a cache of it (`journal/summary.rs`).
+const SUMMARY_FILE: &str = "index.summary";
+
+/// The summary's table: each file's number of entries (`journal/table.rs`).
+const SUMMARY_TABLE: &str = "index.summary.table";
 
 /// The marker of a revert under way (`marker.rs`).
 const MARKER_FILE: &str = "reverting.json";
@@ -142,6 +150,12 @@ impl SessionDir {
             index_temp: temp_of(&index),
             index,
             journal: path.join(JOURNAL_FILE),
+            summary: journal::SummaryPaths {
+                head: path.join(SUMMARY_FILE),
+                head_temp: temp_of(&path.join(SUMMARY_FILE)),
+                table: path.join(SUMMARY_TABLE),
+                table_temp: temp_of(&path.join(SUMMARY_TABLE)),
+            },
         };
         SessionDir {
             id: id.to_owned(),

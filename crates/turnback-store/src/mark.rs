@@ -112,7 +112,7 @@ impl Session {
             return false;
         }
         match self.store().open_session(&m.session) {
-            Ok(s) => s.entry(m.seq).is_ok_and(|e| !e.is_committed()),
+            Ok(s) => s.open_entry(m.seq).is_ok_and(|e| e.is_some()),
             // Its session is gone, or unreadable: nothing to wait for.
             Err(_) => false,
         }
@@ -212,7 +212,7 @@ impl Session {
         let _lock = self.lock_file(&ws, &rel)?;
         let now = ws.current_state(&rel)?;
         let done = if now.same_state(&entry.before) {
-            self.mutate(Durability::Full, |idx| {
+            self.mutate_entry(Durability::Full, |idx| {
                 self.uncommitted_in(idx, seq)?;
                 idx.remove_entries(&[seq]);
                 Ok(())

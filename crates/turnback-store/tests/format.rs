@@ -420,6 +420,9 @@ fn fuzz_corpora_hold_their_properties() {
         ("journal", &|b: &[u8]| {
             turnback_store::fuzz_support::journal_replay(b)
         }),
+        ("summary", &|b: &[u8]| {
+            turnback_store::fuzz_support::summary_round_trip(b)
+        }),
     ] {
         for f in std::fs::read_dir(corpus.join(target)).unwrap() {
             check(&std::fs::read(f.unwrap().path()).unwrap());

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::line::{Line, Op};
 use super::state::State;
+use super::summary::{Delta, Summary};
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{FORMAT_VERSION, Index};
@@ -22,6 +23,8 @@ pub(crate) struct Files {
     pub(crate) index_temp: PathBuf,
     /// The journal, `journal.jsonl`.
     pub(crate) journal: PathBuf,
+    /// The summary's (`summary.rs`).
+    pub(crate) summary: super::summary::Paths,
 }
 
 /// Below this many journal bytes the snapshot is never rewritten: folding a
@@ -34,10 +37,10 @@ const TAIL_BYTES: usize = 64;
 /// What identifies a file's version without reading it: device, inode,
 /// length and modification time ([`crate::sys::FileVersion`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId(crate::sys::FileVersion);
+pub(super) struct FileId(pub(super) crate::sys::FileVersion);
 
 impl FileId {
-    fn of(meta: &std::fs::Metadata) -> FileId {
+    pub(super) fn of(meta: &std::fs::Metadata) -> FileId {
         FileId(crate::sys::version_of(meta))
     }
 
@@ -46,12 +49,12 @@ impl FileId {
         (self.0.0, self.0.1)
     }
 
-    fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.0.2
     }
 }
 
-fn stat(path: &Path) -> Result<Option<std::fs::Metadata>> {
+pub(super) fn stat(path: &Path) -> Result<Option<std::fs::Metadata>> {
     // Not following a link: a store file never is one, and opening it refuses
     // one (`trust.rs`).
     match std::fs::symlink_metadata(path) {
@@ -66,15 +69,18 @@ fn stat(path: &Path) -> Result<Option<std::fs::Metadata>> {
 pub(crate) struct Loaded {
     pub(crate) state: State,
     /// The snapshot read (`None`: there was none, an empty session).
-    snapshot: Option<FileId>,
+    pub(super) snapshot: Option<FileId>,
     /// The journal as last seen (its length may include a torn line).
-    journal: Option<FileId>,
+    pub(super) journal: Option<FileId>,
     /// Bytes of the journal read: the end of its last whole line.
-    offset: u64,
+    pub(super) offset: u64,
     /// The newest record applied (the snapshot's `journal` when none).
-    last_n: u64,
+    pub(super) last_n: u64,
     /// The journal's last bytes before `offset`, as read.
-    tail: Vec<u8>,
+    pub(super) tail: Vec<u8>,
+    /// The summary of `state` (always, for a partial state; else once a
+    /// change needed it).
+    pub(super) summary: Option<Summary>,
 }
 
 impl Loaded {
@@ -105,6 +111,7 @@ impl Loaded {
             journal: None,
             offset: 0,
             tail: Vec::new(),
+            summary: None,
         };
         let Some(mut f) = open_journal(jpath)? else {
             return Ok(loaded);
@@ -197,7 +204,10 @@ impl Loaded {
     }
 
     /// `Ok(false)`: the cache cannot be brought up to date by reading the tail.
-    fn catch_up(&mut self, files: &Files) -> Result<bool> {
+    pub(super) fn catch_up(&mut self, files: &Files) -> Result<bool> {
+        if self.state.is_partial() {
+            return Ok(false);
+        }
         let snapshot = stat(&files.index)?.map(|m| FileId::of(&m));
         if snapshot != self.snapshot {
             return Ok(false);
@@ -211,6 +221,9 @@ impl Loaded {
         if self.journal == Some(id) {
             return Ok(true);
         }
+        // Lines another process appended: a summary made before them is not
+        // theirs.
+        self.summary = None;
         let same_file = self.journal.is_none_or(|old| old.file() == id.file());
         // Not longer, yet touched: rewritten in place, so read it all again.
         if !same_file || id.len() <= self.offset {
@@ -234,18 +247,22 @@ impl Loaded {
     /// [`Loaded::refresh`]); with [`Durability::Full`] it is on disk when this
     /// returns. A snapshot older than this format, or none, is written first
     /// (with the change in it), so that an older build never reads a snapshot
-    /// without seeing that a journal goes with it. On an error the caller must
+    /// without seeing that a journal goes with it. Then the summary is
+    /// written, brought up to date by `delta`. On an error the caller must
     /// drop the cache: memory is ahead of the disk.
     pub(crate) fn append(
         &mut self,
         files: &Files,
         ops: Vec<Op>,
+        delta: &Delta,
         durability: Durability,
     ) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }
+        self.note_change(delta);
         if self.snapshot.is_none() || self.state.index.format < FORMAT_VERSION {
+            // (Never a partial state: a summary is only of a format 5 snapshot.)
             self.last_n += 1;
             return self.compact(files);
         }
@@ -283,8 +300,9 @@ impl Loaded {
         self.last_n = n;
         let snapshot_len = self.snapshot.map_or(0, |s| s.len());
         if self.offset > COMPACT_AT_LEAST.max(snapshot_len) {
-            self.compact(files)?;
+            return self.compact(files);
         }
+        self.save_summary(files);
         Ok(())
     }
 
@@ -302,6 +320,14 @@ impl Loaded {
     /// records the last line it holds, so a crash before the journal is emptied
     /// leaves lines that every reader skips.
     pub(super) fn compact(&mut self, files: &Files) -> Result<()> {
+        if self.state.is_partial() {
+            // The snapshot is the whole index: read it whole (the lines this
+            // cache appended are in the journal), once per snapshot's worth
+            // of journal.
+            let summary = self.summary.take();
+            *self = Loaded::read(files, &self.state.index.session)?;
+            self.summary = summary;
+        }
         self.state.index.format = FORMAT_VERSION;
         self.state.index.journal = self.last_n;
         let path = &files.index;
@@ -321,11 +347,12 @@ impl Loaded {
         }
         self.offset = 0;
         self.tail.clear();
+        self.save_summary(files);
         Ok(())
     }
 }
 
-fn open_journal(path: &Path) -> Result<Option<File>> {
+pub(super) fn open_journal(path: &Path) -> Result<Option<File>> {
     match trust::open_read(path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -351,6 +378,7 @@ pub(crate) fn replay_on_empty(bytes: &[u8]) -> Option<Index> {
         offset: 0,
         last_n: 0,
         tail: Vec::new(),
+        summary: None,
     };
     loaded.replay(bytes, true).ok()?;
     Some(loaded.state.into_index())

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::line::Op;
 use crate::index::{Entry, Index, ReadMark};
@@ -19,6 +20,10 @@ pub(crate) struct State {
     reads: HashMap<PathBuf, usize>,
     /// Entries in flight, by seq.
     in_flight: std::collections::BTreeSet<u64>,
+    /// For a state made from the summary (`summary.rs`), which holds only the
+    /// open entries: each file's number of entries as the summary counted
+    /// them (`versions` then holds only the files changed since).
+    counts: Option<Arc<Vec<u8>>>,
 }
 
 impl Deref for State {
@@ -35,6 +40,7 @@ impl State {
             versions: HashMap::new(),
             reads: HashMap::new(),
             in_flight: std::collections::BTreeSet::new(),
+            counts: None,
         };
         let entries = std::mem::take(&mut s.index.entries);
         for e in &entries {
@@ -45,6 +51,41 @@ impl State {
             s.reads.insert(m.file.clone(), i);
         }
         s
+    }
+
+    /// A state made from a summary: `index` holds the open entries, the
+    /// counters and the turn under way, and `counts` every file's number of
+    /// entries. Only a change that adds entries, or finishes or drops open
+    /// ones, may use it (`Need::Live`).
+    pub(super) fn of_summary(index: Index, counts: Arc<Vec<u8>>) -> State {
+        let in_flight = index
+            .entries
+            .iter()
+            .filter(|e| e.in_flight.is_some())
+            .map(|e| e.seq)
+            .collect();
+        State {
+            index,
+            versions: HashMap::new(),
+            reads: HashMap::new(),
+            in_flight,
+            counts: Some(counts),
+        }
+    }
+
+    /// True for a state made from a summary, which holds only the entries in
+    /// flight or not committed (and no history or read marks): what it says
+    /// of any other entry is not the index's.
+    pub(crate) fn is_partial(&self) -> bool {
+        self.counts.is_some()
+    }
+
+    /// Every file's number of entries (`None` for a partial state).
+    pub(super) fn file_counts(&self) -> Option<impl Iterator<Item = (&PathBuf, u32)>> {
+        if self.is_partial() {
+            return None;
+        }
+        Some(self.versions.iter().map(|(f, n)| (f, *n)))
     }
 
     /// The index as the snapshot stores it.
@@ -59,7 +100,21 @@ impl State {
 
     /// How many entries the session has for the file at absolute path `file`.
     pub(crate) fn entries_for(&self, file: &Path) -> u32 {
-        self.versions.get(file).copied().unwrap_or(0)
+        match (self.versions.get(file), &self.counts) {
+            (Some(&n), _) => n,
+            (None, Some(table)) => super::table::count(table, file),
+            (None, None) => 0,
+        }
+    }
+
+    /// `file`'s number of entries, to change.
+    fn count_mut(&mut self, file: PathBuf) -> &mut u32 {
+        let counts = &self.counts;
+        self.versions.entry(file).or_insert_with_key(|f| {
+            counts
+                .as_ref()
+                .map_or(0, |table| super::table::count(table, f))
+        })
     }
 
     /// What the session last saw of `file`.
@@ -73,7 +128,7 @@ impl State {
     }
 
     pub(super) fn note(&mut self, e: &Entry) {
-        *self.versions.entry(e.absolute_path()).or_default() += 1;
+        *self.count_mut(e.absolute_path()) += 1;
         if e.in_flight.is_some() {
             self.in_flight.insert(e.seq);
         }
@@ -81,11 +136,12 @@ impl State {
 
     pub(super) fn forget(&mut self, e: &Entry) {
         let file = e.absolute_path();
-        if let Some(n) = self.versions.get_mut(&file) {
-            *n -= 1;
-            if *n == 0 {
-                self.versions.remove(&file);
-            }
+        let n = self.count_mut(file.clone());
+        *n = n.saturating_sub(1);
+        let gone = *n == 0;
+        // A partial state keeps the 0: the summary's table still counts it.
+        if gone && !self.is_partial() {
+            self.versions.remove(&file);
         }
         self.in_flight.remove(&e.seq);
     }

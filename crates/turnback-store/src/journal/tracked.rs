@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use super::line::{Counters, Op};
 use super::state::{State, position, put_keyed};
+use super::summary::Delta;
 use crate::evicted::{Evicted, Gone};
 use crate::index::{Entry, FileState, ReadMark, RevertRecord, Turn};
 
@@ -181,10 +182,12 @@ impl<'a> Tracked<'a> {
         self.state.put_read(ReadMark { file, state });
     }
 
-    /// What changed, as journal ops, with the lookups brought up to date. Empty
-    /// when nothing changed.
-    pub(super) fn finish(self) -> Vec<Op> {
+    /// What changed, as journal ops (empty when nothing changed) and as the
+    /// entries and records before and after (for the summary), with the
+    /// lookups brought up to date.
+    pub(super) fn finish(self) -> (Vec<Op>, Delta) {
         let mut ops = Vec::new();
+        let mut delta = Delta::default();
         let state = self.state;
         if !self.gone.is_empty() {
             for g in &self.gone {
@@ -200,6 +203,7 @@ impl<'a> Tracked<'a> {
             if let Some(old) = &old {
                 state.forget(old);
             }
+            delta.entries.push((old.clone(), new.clone()));
             match new {
                 Some(e) => {
                     state.note(&e);
@@ -227,6 +231,12 @@ impl<'a> Tracked<'a> {
             Op::DropTurn,
         );
         let history = &state.index.history;
+        for (id, old) in &self.records {
+            let new = position(history, *id, |r| r.id).map(|i| history[i].clone());
+            if *old != new {
+                delta.records.push((old.clone(), new));
+            }
+        }
         keyed_ops(
             &mut ops,
             self.records,
@@ -249,7 +259,7 @@ impl<'a> Tracked<'a> {
                 next_record: idx.next_record,
             }));
         }
-        ops
+        (ops, delta)
     }
 }
 

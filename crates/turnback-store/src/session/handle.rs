@@ -10,7 +10,7 @@ use crate::blobs::Blobs;
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Index};
-use crate::journal::{self, Loaded, State, Tracked};
+use crate::journal::{self, Loaded, Need, State, Tracked};
 use crate::layout::SessionDir;
 use crate::lock::{self, LockError, LockGuard, Mode};
 use crate::session_id;
@@ -61,7 +61,9 @@ impl Session {
         session.hold_live(false)?;
         // Settle what a dead writer or revert left half done, so that a session
         // that opens leaves no stray temporary in a workspace.
-        if crate::marker::exists(&session.dir) || session.view(|s| !s.in_flight().is_empty())? {
+        if crate::marker::exists(&session.dir)
+            || session.view_live(|s| !s.in_flight().is_empty())?
+        {
             session.mutate(Durability::Full, |_| Ok(()))?;
         }
         Ok(session)
@@ -131,7 +133,34 @@ impl Session {
     /// Entry `seq` as on disk now: [`Error::NoSuchEntry`] unless it is in
     /// effect (it was undone or rolled back, or never existed).
     pub fn entry(&self, seq: u64) -> Result<Entry> {
-        self.view(|s| self.entry_in(s, seq).cloned())?
+        // An open entry is in the summary; any other needs the whole index.
+        let (found, partial) = self.view_live(|s| (s.entry(seq).cloned(), s.is_partial()))?;
+        match found {
+            Some(e) => Ok(e),
+            None if partial => self.view(|s| self.entry_in(s, seq).cloned())?,
+            None => Err(Error::NoSuchEntry {
+                session: self.id().to_owned(),
+                seq,
+            }),
+        }
+    }
+
+    /// The entries not committed yet (checkpoints still open), oldest first:
+    /// read from the session's summary where it can be, so that the cost
+    /// does not grow with the session.
+    pub fn open_entries(&self) -> Result<Vec<Entry>> {
+        self.view_live(|s| {
+            s.entries
+                .iter()
+                .filter(|e| !e.is_committed())
+                .cloned()
+                .collect()
+        })
+    }
+
+    /// Entry `seq` if it is in effect and not committed.
+    pub(crate) fn open_entry(&self, seq: u64) -> Result<Option<Entry>> {
+        self.view_live(|s| s.entry(seq).filter(|e| !e.is_committed()).cloned())
     }
 
     /// Entry `seq` of `idx` (this session's index, as the caller read it):
@@ -214,6 +243,19 @@ impl Session {
         let _g = self.lock_session(Mode::Shared)?;
         let mut cache = self.cache();
         Loaded::refresh(&mut cache, self.dir.index_files(), self.id())?;
+        Ok(f(&cache.as_ref().expect("refreshed").state))
+    }
+
+    /// [`Session::view`] for a look that needs only what the session's
+    /// summary holds (the entries in flight or not committed, the counters):
+    /// `f` may be given a partial state ([`State::is_partial`]).
+    pub(crate) fn view_live<T>(&self, f: impl FnOnce(&State) -> T) -> Result<T> {
+        if !self.dir.exists() {
+            return Ok(f(&State::new(Index::empty(self.id()))));
+        }
+        let _g = self.lock_session(Mode::Shared)?;
+        let mut cache = self.cache();
+        Loaded::refresh_live(&mut cache, self.dir.index_files(), self.id())?;
         Ok(f(&cache.as_ref().expect("refreshed").state))
     }
 
@@ -320,24 +362,95 @@ impl Session {
         f: impl FnOnce(&mut Tracked) -> Result<T>,
         then: impl FnOnce(),
     ) -> Result<T> {
+        self.mutate_with(durability, held, Need::Whole, f, then)
+    }
+
+    /// [`Session::mutate`] for a change that needs only what `need` says:
+    /// `f` may be given a partial state ([`State::is_partial`]).
+    pub(crate) fn mutate_live<T>(
+        &self,
+        durability: Durability,
+        need: Need,
+        f: impl FnOnce(&mut Tracked) -> Result<T>,
+    ) -> Result<T> {
+        self.mutate_with(durability, None, need, f, || {})
+    }
+
+    /// [`Session::mutate_live`] for a change of one open entry, which `f`
+    /// looks up by number: on a partial state an entry `f` does not find
+    /// ([`Error::NoSuchEntry`]) may be one committed, so then `f` runs again
+    /// on the whole index, for the error it gives there.
+    pub(crate) fn mutate_entry<T>(
+        &self,
+        durability: Durability,
+        f: impl Fn(&mut Tracked) -> Result<T>,
+    ) -> Result<T> {
+        let mut missed = false;
+        let out = self.mutate_live(durability, Need::OPEN_ONLY, |idx| {
+            let out = f(idx);
+            missed = idx.is_partial() && matches!(out, Err(Error::NoSuchEntry { .. }));
+            out
+        });
+        match missed {
+            true => self.mutate(durability, f),
+            false => out,
+        }
+    }
+
+    /// Read-modify-write of the index under the exclusive lock (see
+    /// [`Session::mutate`]), for a caller holding the file locks of `held`,
+    /// with `f` given what `need` says: a partial state from the summary when
+    /// `need` is [`Need::Live`], no dead revert is to be settled (that is
+    /// checked against the whole index) and the change cannot take the
+    /// session past a cap (evicting needs the whole index).
+    pub(crate) fn mutate_with<T>(
+        &self,
+        durability: Durability,
+        held: Option<&BTreeSet<PathBuf>>,
+        need: Need,
+        f: impl FnOnce(&mut Tracked) -> Result<T>,
+        then: impl FnOnce(),
+    ) -> Result<T> {
         self.ensure_dir()?;
         let _g = self.lock_session(Mode::Exclusive)?;
         let mut cache = self.cache();
+        let files = self.dir.index_files();
+        let caps = crate::caps::Caps::of(self.store.settings());
+        let live = match need {
+            Need::Live { adds, bytes } if !crate::marker::exists(&self.dir) => Some((adds, bytes)),
+            _ => None,
+        };
+        match live {
+            Some(_) => Loaded::refresh_live(&mut cache, files, self.id())?,
+            None => Loaded::refresh(&mut cache, files, self.id())?,
+        }
+        // Within the caps by the summary's totals: the caps need not look at
+        // the index (nor can they, on a partial state). Settling below only
+        // takes entries away.
+        let within = live.is_some_and(|(adds, bytes)| {
+            let loaded = cache.as_ref().expect("refreshed");
+            loaded.within_caps(adds, bytes, caps.max_entries, caps.max_bytes)
+        });
+        if !within && cache.as_ref().is_some_and(|l| l.state.is_partial()) {
+            Loaded::refresh(&mut cache, files, self.id())?;
+        }
         // Settling is its own change, durable on its own: what it found is true
         // of the files whatever `f` then does. A dead revert is settled first:
         // it held the locks of its files, so no in-flight write is among them.
-        let files = self.dir.index_files();
-        journal::change(&mut cache, files, self.id(), Durability::Full, |idx| {
+        journal::change_again(&mut cache, files, self.id(), Durability::Full, |idx| {
             crate::recovery::settle_revert(&self.store, &self.dir, &self.holder(), idx, held);
             crate::recovery::settle_in_flight(&self.store, idx, held);
             Ok(())
         })?;
-        let caps = crate::caps::Caps::of(self.store.settings());
         let mut eviction = crate::caps::Eviction::default();
         let out = journal::change_again(&mut cache, files, self.id(), durability, |idx| {
             let out = f(idx)?;
-            // In the same index update: a change past a cap evicts the oldest.
-            eviction = crate::caps::enforce(idx, caps);
+            // In the same index update: a change past a cap evicts the oldest
+            // (one the summary says stays within them cannot pass one).
+            match within {
+                true => debug_assert!(idx.added_entries().len() <= live.map_or(0, |l| l.0)),
+                false => eviction = crate::caps::enforce(idx, caps),
+            }
             Ok(out)
         })?;
         if eviction != crate::caps::Eviction::default() {
@@ -424,6 +537,44 @@ pub(crate) mod tests {
                 other => panic!("entry {seq}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_new_handle_numbers_versions_on_and_still_evicts_at_the_cap() {
+        use crate::settings::{Setting, Settings, Source};
+        let home = tempfile::tempdir().unwrap();
+        let wsdir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(wsdir.path()).unwrap();
+        let settings = Settings {
+            max_entries: Setting {
+                value: 3,
+                source: Source::Default,
+            },
+            ..Settings::default()
+        };
+        // A new handle for each change, as every `turnback write` is a new
+        // process: all but the first work on the summary.
+        let session = || {
+            let store = Store::new(home.path()).with_settings(settings.clone());
+            store.session("s").unwrap()
+        };
+        for (file, contents) in [("a", "1"), ("b", "1"), ("a", "2")] {
+            session()
+                .write(&ws, file, contents.as_bytes(), "m")
+                .unwrap();
+        }
+        let s = session();
+        let cp = s.checkpoint(&ws, "b", "m").unwrap();
+        std::fs::write(wsdir.path().join("b"), "2").unwrap();
+        cp.commit().unwrap();
+        let versions: Vec<(u64, u32)> = session()
+            .entries()
+            .unwrap()
+            .iter()
+            .map(|e| (e.seq, e.version))
+            .collect();
+        assert_eq!(versions, [(2, 1), (3, 2), (4, 2)], "the oldest went");
+        crate::journal::summary_agrees(s.session_dir().index_files(), "s").unwrap();
     }
 
     #[test]

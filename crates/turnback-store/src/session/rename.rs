@@ -37,7 +37,7 @@ impl Session {
             ));
         }
         let _locks = self.lock_files(&files)?;
-        self.view(|_| ())?;
+        self.view_live(|_| ())?;
         let before_from = self.back_up(workspace, &from_rel)?;
         let from_parent = match workspace.parent_of(&from_rel, false)? {
             Some(p) if before_from.exists => p,

@@ -28,6 +28,7 @@ use time::OffsetDateTime;
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState, InFlight};
+use crate::journal::Need;
 use crate::lock::LockGuard;
 use crate::relpath::RelPath;
 use crate::workspace::{NewContents, OpenFile, Workspace};
@@ -115,7 +116,7 @@ impl Session {
         let mut dir_lock = self.lock_parent_dir(workspace, &rel)?;
         // A damaged index must not leave a new backup behind that no entry
         // will name.
-        self.view(|_| ())?;
+        self.view_live(|_| ())?;
         // Directories to make are recorded before they are made (an entry in
         // flight, "after" not known yet), so that a crash in between leaves
         // nothing in the workspace that recovery does not know to remove.
@@ -282,14 +283,14 @@ impl Session {
         in_flight: InFlight,
         created: &[RelPath],
     ) -> Result<Entry> {
-        self.mutate(Durability::Full, |idx| {
+        self.mutate_entry(Durability::Full, |idx| {
             self.entry_in(idx, seq)?;
             let e = idx.entry_mut(seq).expect("found just now");
             e.after = Some(after.clone());
-            e.in_flight = Some(in_flight);
+            e.in_flight = Some(in_flight.clone());
             e.created_dirs = created.iter().map(RelPath::to_string).collect();
             let (file, done) = (workspace.root().join(&e.path), e.clone());
-            idx.mark_read(file, after);
+            idx.mark_read(file, after.clone());
             Ok(done)
         })
     }
@@ -299,7 +300,7 @@ impl Session {
     /// synced but its directory is not; and an error here is not the caller's:
     /// their file was written.
     pub(super) fn land(&self, seqs: &[u64]) {
-        let _ = self.mutate(Durability::MayBeLost, |idx| {
+        let _ = self.mutate_live(Durability::MayBeLost, Need::OPEN_ONLY, |idx| {
             for &seq in seqs {
                 if let Some(e) = idx.entry_mut(seq) {
                     e.in_flight = None;
@@ -323,7 +324,7 @@ impl Session {
         dir_lock: &mut Option<LockGuard>,
     ) {
         if !seqs.is_empty() {
-            let _ = self.mutate(Durability::Full, |idx| {
+            let _ = self.mutate_live(Durability::Full, Need::OPEN_ONLY, |idx| {
                 idx.remove_entries(seqs);
                 Ok(())
             });
@@ -343,7 +344,13 @@ impl Session {
     /// [`Session::settle_own`] for the files of `held`, whose locks the caller
     /// holds.
     pub(super) fn settle_held(&self, held: &BTreeSet<PathBuf>) {
-        let _ = self.mutate_holding(Durability::Full, Some(held), |_| Ok(()));
+        let _ = self.mutate_with(
+            Durability::Full,
+            Some(held),
+            Need::OPEN_ONLY,
+            |_| Ok(()),
+            || {},
+        );
     }
 
     /// [`Session::back_up`] once the index is known to be readable: a damaged
@@ -353,7 +360,7 @@ impl Session {
         workspace: &Workspace,
         rel: &RelPath,
     ) -> Result<FileState> {
-        self.view(|_| ())?;
+        self.view_live(|_| ())?;
         self.back_up(workspace, rel)
     }
 
@@ -413,7 +420,17 @@ impl Session {
     ) -> Result<Vec<Entry>> {
         let root = workspace.identity();
         let grouped = drafts.len() > 1;
-        self.mutate(Durability::Full, |idx| {
+        // What the caps count of the new backups (each state that names one).
+        let bytes = drafts
+            .iter()
+            .filter(|d| d.before.sha256.is_some())
+            .map(|d| d.before.size)
+            .sum();
+        let need = Need::Live {
+            adds: drafts.len(),
+            bytes,
+        };
+        self.mutate_live(Durability::Full, need, |idx| {
             let group = grouped.then_some(idx.next_seq);
             let turn = idx.current_turn();
             let mut made = Vec::new();
