@@ -887,3 +887,46 @@ fn parallel_subagents_do_not_settle_each_others_open_edits() {
     assert!(open_entries(&env, CLAUDE_SESSION).is_empty());
     assert_eq!(all_entries(&env, CLAUDE_SESSION).len(), 2);
 }
+
+/// An agent's hooks are how most people use turnback: the store's daily
+/// prune runs after a tool's change is committed, as after a command line's
+/// change (never before a tool), and spares the agent's own session.
+#[test]
+fn the_daily_prune_runs_after_a_tools_change_and_spares_the_agents_session() {
+    let env = Env::new();
+    let mut c = env.cmd(Some("old"));
+    c.args(["write", "old.txt"]);
+    crate::util::run_ok(c, b"old\n", "write");
+    let stamp = env.home.path().join("pruned-at");
+    assert!(stamp.is_file(), "the first change starts the clock");
+    let config = env.config_file();
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "keep_sessions = 1\nkeep_days = 0\n").unwrap();
+    let day_old = || {
+        let t = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 24 * 3600);
+        std::fs::File::open(&stamp)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    };
+    day_old();
+    let pre = with(
+        claude(&env, "PreToolUse-Write"),
+        "/tool_input/file_path",
+        env.path("new.txt").to_str().unwrap().into(),
+    );
+    quiet_hook(&env, "claude-code", &pre);
+    assert!(
+        env.home.path().join("sessions/old").is_dir(),
+        "pruned before the tool ran"
+    );
+    std::fs::write(env.path("new.txt"), "new\n").unwrap();
+    let post = with(pre, "/hook_event_name", "PostToolUse".into());
+    quiet_hook(&env, "claude-code", &post);
+    assert!(
+        !env.home.path().join("sessions/old").exists(),
+        "the hooks never pruned"
+    );
+    let got = all_entries(&env, CLAUDE_SESSION);
+    assert_eq!(got.len(), 1, "the agent's own session: {got:?}");
+}

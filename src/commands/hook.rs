@@ -64,6 +64,12 @@ pub(crate) fn run(cli: &Cli, args: &HookArgs) -> ExitCode {
                 let before_files = matches!(ev.kind, EventKind::Before(_));
                 let mut out = apply::apply(store, &ev, writer_pid(args.agent));
                 out.backup_failed &= before_files;
+                // The store's daily prune, as after a command line's change:
+                // once a tool's change is committed (never before a tool, so
+                // that it never delays one), sparing the agent's session.
+                if matches!(ev.kind, EventKind::After(_) | EventKind::Failed(_)) {
+                    store.prune_if_due(Some(&ev.session));
+                }
                 (Some(ev.name), out)
             }
         },

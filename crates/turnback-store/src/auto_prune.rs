@@ -4,8 +4,9 @@
 //! `<home>/pruned-at`'s modification time says when the store last pruned by
 //! itself. [`Store::prune_if_due`], which a caller runs once its change is
 //! done and its locks released (the command line does after every command
-//! that changes a session, and `turnback serve` after every request that
-//! does), checks it (one `stat`); when it is a day old, the process *tries* `<home>/prune.lock`
+//! that changes a session, `turnback serve` after every request that does,
+//! and an agent's hook after a tool's change), checks it (one `stat`); when
+//! it is a day old, the process *tries* `<home>/prune.lock`
 //! (another prune running: skip), looks at the stamp again under it, prunes
 //! with the settings in force (never the session in use), and stamps. A home
 //! without a stamp gets one and is not pruned: the clock starts with the first
