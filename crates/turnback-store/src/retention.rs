@@ -280,6 +280,7 @@ impl Store {
             std::fs::rename(dir.path(), &trash).map_err(Error::io("remove session", dir.path()))?;
             drop((guard, live));
             std::fs::remove_dir_all(&trash).map_err(Error::io("delete", &trash))?;
+            self.summaries().forget(id);
         }
         report.removed.push(PrunedSession {
             id: id.to_owned(),
@@ -335,8 +336,14 @@ impl Store {
             .collect_garbage(&referenced, older_than, dry_run)
     }
 
-    /// Finishes deletes that a crash interrupted.
+    /// Finishes deletes that a crash interrupted, and drops the summary
+    /// records of sessions that are gone and the temporaries of their dead
+    /// writers.
     fn sweep_pruned(&self, dry_run: bool) {
+        if !dry_run {
+            self.summaries()
+                .sweep(|id| self.session_dir(id).path().is_dir());
+        }
         let Ok(read) = std::fs::read_dir(self.sessions_dir()) else {
             return;
         };
