@@ -12,7 +12,9 @@
 //! 1. write-through (`Session::write`) against `std::fs::write` and a durable
 //!    atomic write of the same bytes; with strace, the fsyncs of one write;
 //! 2. checkpoint+commit as the session grows (indexes synthesized);
-//! 3. undo, `turnback revert FILE` across 20 sessions, rewind;
+//! 3. undo, `turnback revert FILE` across 20 sessions, `turnback revert
+//!    FILE`, `undo` and `log` without `--session` across 200 sessions
+//!    (`perf/lookups.rs`), rewind;
 //! 4. concurrent `turnback write` processes, one session and separate sessions;
 //! 5. against a shadow git repository snapshotted before each write (the
 //!    library, a `turnback write` process, a `turnback serve --stdio` request);
@@ -74,6 +76,10 @@ mod compress;
 // Section 12, in a file of its own.
 #[path = "perf/flat.rs"]
 mod flat;
+
+// Section 3's lookups across sessions, in a file of their own.
+#[path = "perf/lookups.rs"]
+mod lookups;
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -556,6 +562,7 @@ fn reverts(b: &mut Bench) {
     let dir = b.section_dir(3);
     undo_rows(b, &dir);
     revert_file_rows(b, &dir);
+    lookups::lookup_rows(b, &dir);
     rewind_rows(b, &dir);
 }
 

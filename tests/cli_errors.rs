@@ -32,10 +32,13 @@ fn disk(env: &Env) -> Disk {
     }
 }
 
+/// The home, without what a refused command may make there that holds no
+/// one's changes: the per-file locks, and the summary records a lookup of
+/// the session a command means writes (a cache of the indexes).
 fn home_digest(env: &Env) -> BTreeMap<PathBuf, String> {
     tree_digest(env.home.path())
         .into_iter()
-        .filter(|(p, _)| !p.starts_with("locks"))
+        .filter(|(p, _)| !p.starts_with("locks") && !p.starts_with("summary"))
         .collect()
 }
 

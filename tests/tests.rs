@@ -68,3 +68,5 @@ mod retention;
 mod scan;
 // Shell calls through the agents' hooks: the scan bracket around a real shell edit, then an undo.
 mod hook_shell;
+// Lookups across sessions through the store's summary, with real processes.
+mod lookups;

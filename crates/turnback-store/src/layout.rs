@@ -20,6 +20,8 @@
 //! <home>/baselines/<key>/baseline.jsonl    a workspace's scan baseline (`scan/baseline.rs`)
 //! <home>/baselines/<key>/{lock, blobs/}    its lock and its backups
 //! <home>/baselines/.pruned-<key>-<random>  a baseline prune is deleting
+//! <home>/summary/<id>.jsonl                a session's summary record (`summary/`)
+//! <home>/summary/.tmp-<pid>-<hex>          one being written
 //! ```
 //!
 //! An index is read in one of four ways, each for one kind of caller (a
@@ -90,6 +92,67 @@ const SCANS_DIR: &str = "scans";
 
 /// The directory of a home that holds the workspaces' scan baselines.
 const BASELINES_DIR: &str = "baselines";
+
+/// The directory of a home that holds the sessions' summary records.
+const SUMMARY_DIR: &str = "summary";
+
+/// How a summary record's name ends (after the session id).
+const SUMMARY_SUFFIX: &str = ".jsonl";
+
+/// How the name of a summary record being written begins: a record is
+/// written by any reader under the session's shared lock, so two may write
+/// one at once, each through a temporary of its own.
+const SUMMARY_TEMP_PREFIX: &str = ".tmp-";
+
+/// The names in a home's summary directory (`summary/`).
+#[derive(Debug, Clone)]
+pub(crate) struct SummaryPaths {
+    pub(crate) dir: PathBuf,
+}
+
+impl SummaryPaths {
+    /// The summary directory of the home `home`.
+    pub(crate) fn new(home: &Path) -> SummaryPaths {
+        SummaryPaths {
+            dir: home.join(SUMMARY_DIR),
+        }
+    }
+
+    /// Session `id`'s record.
+    pub(crate) fn record(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}{SUMMARY_SUFFIX}"))
+    }
+
+    /// A fresh temporary for a record, named by this process and `random`.
+    pub(crate) fn temp(&self, random: u64) -> PathBuf {
+        let pid = std::process::id();
+        self.dir
+            .join(format!("{SUMMARY_TEMP_PREFIX}{pid}-{random:016x}"))
+    }
+
+    /// The session id a record's file name `name` is of, if it is one.
+    pub(crate) fn id_of(name: &str) -> Option<&str> {
+        name.strip_suffix(SUMMARY_SUFFIX)
+            .filter(|id| crate::session_id::validate(id).is_ok())
+    }
+
+    /// The process that was writing the temporary named `name`, if it is one.
+    pub(crate) fn temp_writer(name: &str) -> Option<u32> {
+        let rest = name.strip_prefix(SUMMARY_TEMP_PREFIX)?;
+        rest.split('-').next()?.parse().ok()
+    }
+}
+
+/// The versions of a session's `index.json` and `journal.jsonl` (`None`:
+/// the file is not there), as a summary record is stamped with them: the
+/// same test of "unchanged" as a handle's cache of the index makes
+/// (`journal/file.rs`). Every change replaces the snapshot (a new inode) or
+/// appends to, cuts or empties the journal (a new length, a new time).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IndexStamp {
+    pub(crate) index: Option<crate::sys::FileVersion>,
+    pub(crate) journal: Option<crate::sys::FileVersion>,
+}
 
 /// The names inside one workspace's baseline directory (`scan/baseline.rs`):
 /// the directory, its lock, its listing and its temporary, its backups.
@@ -293,6 +356,20 @@ impl SessionDir {
             false => self.try_lock(Mode::Shared),
         };
         self.load()
+    }
+
+    /// The versions of the index's files now: call it under the session's
+    /// lock, for a stamp that goes with what [`SessionDir::load`] reads.
+    pub(crate) fn index_stamp(&self) -> Result<IndexStamp> {
+        let version = |path: &Path| match std::fs::symlink_metadata(path) {
+            Ok(m) => Ok(Some(crate::sys::version_of(&m))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("read", path)(e)),
+        };
+        Ok(IndexStamp {
+            index: version(&self.files.index)?,
+            journal: version(&self.files.journal)?,
+        })
     }
 
     /// True when the directory passes the trust check and the index reads,

@@ -156,6 +156,7 @@ mod session_id;
 mod settings;
 mod steps;
 mod store;
+mod summary;
 mod sys;
 mod trust;
 mod turns;

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::index::{Entry, Index};
 use crate::session_id;
 use crate::store::Store;
+use crate::summary::{Newest, Summary, key_of};
 use crate::workspace::Workspace;
 
 /// One session as [`Store::sessions`] lists it.
@@ -94,33 +95,26 @@ impl Store {
     }
 
     /// Every session of the home with its workspaces, size and last change,
-    /// newest change last (those without one first; ties in id order).
+    /// newest change last (those without one first; ties in id order). From
+    /// each session's summary record where it is still true (`summary/`),
+    /// else from its index.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
+        let ids = self.session_ids()?;
+        let summaries = self.summaries();
         let mut out = Vec::new();
-        for id in self.session_ids()? {
+        for id in ids {
             let bytes = self.session_dir(&id).blob_bytes();
-            let summary = match self.read_index(&id) {
-                Ok(idx) => {
-                    // Undone entries count for where a session works and when it
-                    // last did something: a person may still want to redo them.
-                    let recorded = idx.history.iter().flat_map(|r| &r.entries);
-                    let mut workspaces: Vec<PathBuf> = Vec::new();
-                    for e in idx.entries.iter().chain(recorded) {
-                        if !workspaces.contains(&e.workspace.path) {
-                            workspaces.push(e.workspace.path.clone());
-                        }
-                    }
-                    let changes = idx.entries.iter().map(|e| e.time);
-                    let reverts = idx.history.iter().map(|r| r.time);
-                    SessionSummary {
-                        id,
-                        workspaces,
-                        entries: idx.entries.len(),
-                        last_change: changes.chain(reverts).max(),
-                        bytes,
-                        problem: None,
-                    }
-                }
+            let summary = match summaries.of(&id) {
+                // Undone entries count for where a session works and when it
+                // last did something: a person may still want to redo them.
+                Ok(s) => SessionSummary {
+                    id,
+                    workspaces: s.header.workspaces,
+                    entries: s.header.entries,
+                    last_change: s.header.last_change,
+                    bytes,
+                    problem: None,
+                },
                 Err(e) => SessionSummary {
                     id,
                     workspaces: Vec::new(),
@@ -169,7 +163,10 @@ impl Store {
 
     /// The session that changed `path` (in `workspace`) last, across every session
     /// of the home: what `turnback revert FILE` uses when no session is named.
-    /// Sessions whose index cannot be read are skipped.
+    /// Sessions whose index cannot be read are skipped. Each session's
+    /// summary says, without its index, whether it may have changed the file
+    /// and how new its newest change is: the sessions that may are looked at
+    /// newest first, until none left can be newer.
     pub fn latest_session_for(
         &self,
         workspace: &Workspace,
@@ -177,8 +174,52 @@ impl Store {
     ) -> Result<Option<String>> {
         let path = path.as_ref();
         let candidates = crate::workspace::candidate_files(workspace, path)?;
-        let newest = self.newest_entry_where(None, |e| candidates.contains(&e.absolute_path()))?;
-        Ok(newest.map(|(id, _)| id))
+        let keys: Vec<PathBuf> = candidates.iter().map(|c| key_of(c)).collect();
+        let ids = self.session_ids()?;
+        let summaries = self.summaries();
+        let mut pending: Vec<(Newest, Summary)> = Vec::new();
+        for id in ids {
+            let Ok(s) = summaries.of(&id) else {
+                continue;
+            };
+            let roots = s.header.roots.iter();
+            let bound = roots
+                .filter(|r| keys.iter().any(|k| k.starts_with(&r.path)))
+                .filter_map(|r| r.entry)
+                .max();
+            let maybe = keys.iter().any(|k| s.may_hold(k));
+            if let Some(bound) = bound
+                && maybe
+            {
+                pending.push((bound, s));
+            }
+        }
+        // Newest first; of two as new, the first id first (it wins a tie).
+        pending.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+        let mut best: Option<(Newest, String)> = None;
+        for (bound, mut s) in pending {
+            if best
+                .as_ref()
+                .is_some_and(|(b, id)| bound < *b || (bound == *b && s.id > *id))
+            {
+                break;
+            }
+            let Ok(files) = summaries.files(&mut s) else {
+                continue;
+            };
+            let found = keys.iter().filter_map(|k| {
+                let at = files.binary_search_by(|l| l.file.as_path().cmp(k)).ok()?;
+                files[at].entry
+            });
+            if let Some(newest) = found.max()
+                && best
+                    .as_ref()
+                    .is_none_or(|(b, id)| newest > *b || (newest == *b && s.id < *id))
+            {
+                best = Some((newest, s.id));
+            }
+        }
+        Ok(best.map(|(_, id)| id))
     }
 
     /// The session a person working in `dir` most likely means: the one whose
@@ -189,20 +230,7 @@ impl Store {
     /// is not one. What `turnback undo`, `rewind`, `log` and `diff` use when no
     /// session is named. Sessions whose index cannot be read are skipped.
     pub fn latest_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
-        let dir = dir.as_ref();
-        self.newest_session_by(|idx| {
-            let in_effect = idx
-                .entries
-                .iter()
-                .filter(|e| e.absolute_path().starts_with(dir))
-                .map(|e| e.time);
-            let taken_back = idx
-                .history
-                .iter()
-                .filter(|r| touches_under(r, dir))
-                .map(|r| r.time);
-            in_effect.chain(taken_back).max()
-        })
+        self.newest_under(dir.as_ref(), true)
     }
 
     /// The session whose newest undo, revert or rewind of a file under `dir`
@@ -210,31 +238,79 @@ impl Store {
     /// back when no session is named. Sessions whose index cannot be read are
     /// skipped.
     pub fn latest_redo_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
-        let dir = dir.as_ref();
-        self.newest_session_by(|idx| {
-            idx.history
-                .iter()
-                .filter(|r| touches_under(r, dir))
-                .map(|r| r.time)
-                .max()
-        })
+        self.newest_under(dir.as_ref(), false)
     }
 
-    /// The session for which `when` gives the newest time (ties: the larger
-    /// id), among those it gives one for.
-    fn newest_session_by(
-        &self,
-        when: impl Fn(&Index) -> Option<OffsetDateTime>,
-    ) -> Result<Option<String>> {
+    /// The session whose newest undo, revert or rewind of a file under `dir`
+    /// (and, with `changes`, whose newest entry in effect of one) is the
+    /// newest of all; ties go to the larger id. From each session's summary:
+    /// a root under `dir` (or `dir` itself) counts whole; only for `dir`
+    /// inside a root are the files looked at, of the sessions that may have
+    /// one under it, newest first, until none left can be newer.
+    fn newest_under(&self, dir: &Path, changes: bool) -> Result<Option<String>> {
+        let dir = key_of(dir);
+        let ids = self.session_ids()?;
+        let summaries = self.summaries();
+        let newest = |entry: Option<Newest>, taken: Option<OffsetDateTime>| {
+            entry.filter(|_| changes).map(|e| e.time).max(taken)
+        };
         let mut best: Option<(OffsetDateTime, String)> = None;
-        for id in self.session_ids()? {
-            let Ok(idx) = self.read_index(&id) else {
+        let better = |best: &Option<(OffsetDateTime, String)>, t: OffsetDateTime, id: &str| {
+            best.as_ref()
+                .is_none_or(|(b, bid)| t > *b || (t == *b && id > bid.as_str()))
+        };
+        // The newest of the roots under `dir`, and of those holding it.
+        let of_roots = |s: &Summary| {
+            let (mut whole, mut inside) = (None, None);
+            for r in &s.header.roots {
+                if r.path.starts_with(&dir) {
+                    whole = whole.max(newest(r.entry, r.taken));
+                } else if dir.starts_with(&r.path) {
+                    inside = inside.max(newest(r.entry, r.taken));
+                }
+            }
+            (whole, inside)
+        };
+        let mut pending: Vec<(OffsetDateTime, Summary)> = Vec::new();
+        for id in ids {
+            let Ok(s) = summaries.of(&id) else {
                 continue;
             };
-            if let Some(t) = when(&idx)
-                && best.as_ref().is_none_or(|(b, _)| t >= *b)
+            let (whole, inside) = of_roots(&s);
+            let maybe = s.may_hold(&dir);
+            match inside {
+                Some(bound) if maybe && inside > whole => pending.push((bound, s)),
+                _ => {
+                    if let Some(t) = whole
+                        && better(&best, t, &id)
+                    {
+                        best = Some((t, id));
+                    }
+                }
+            }
+        }
+        // Newest first; of two as new, the larger id first (it wins a tie).
+        pending.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.id.cmp(&a.1.id)));
+        for (bound, mut s) in pending {
+            if best
+                .as_ref()
+                .is_some_and(|(b, id)| bound < *b || (bound == *b && s.id < *id))
             {
-                best = Some((t, id));
+                break;
+            }
+            // (Read again from the index if the record changed meanwhile:
+            // then the roots are taken again too.)
+            let under = summaries.files(&mut s).ok().and_then(|files| {
+                files
+                    .iter()
+                    .filter(|l| l.file.starts_with(&dir))
+                    .filter_map(|l| newest(l.entry, l.taken))
+                    .max()
+            });
+            if let Some(t) = under.max(of_roots(&s).0)
+                && better(&best, t, &s.id)
+            {
+                best = Some((t, s.id));
             }
         }
         Ok(best.map(|(_, id)| id))
@@ -304,15 +380,6 @@ impl Store {
         self.session_dir(id)
             .read_index(self.options().session_lock_timeout)
     }
-}
-
-/// True when the revert `r` took back or restored a file under `dir`.
-fn touches_under(r: &crate::index::RevertRecord, dir: &Path) -> bool {
-    r.files
-        .iter()
-        .map(crate::index::RevertedFile::absolute_path)
-        .chain(r.entries.iter().map(Entry::absolute_path))
-        .any(|f| f.starts_with(dir))
 }
 
 #[cfg(test)]

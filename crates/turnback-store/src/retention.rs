@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
 
 use crate::error::{Error, Result};
-use crate::layout::{PRUNED_PREFIX, SessionDir};
+use crate::layout::{IndexStamp, PRUNED_PREFIX};
 use crate::lock::Mode;
 use crate::session_id::random_u64;
 use crate::store::Store;
@@ -132,25 +132,9 @@ struct Candidate {
     last_change: SystemTime,
     readable: bool,
     /// The index files as prune looked at them, to tell at the moment of
-    /// removal whether anything changed the session since.
-    seen: Seen,
-}
-
-/// What identifies the versions of a session's `index.json` and
-/// `journal.jsonl` (every change rewrites or appends to one of them).
-#[derive(Debug, PartialEq, Eq)]
-struct Seen([Option<crate::sys::FileVersion>; 2]);
-
-impl Seen {
-    fn of(dir: &SessionDir) -> Seen {
-        let look = |path: &Path| {
-            std::fs::symlink_metadata(path)
-                .ok()
-                .map(|m| crate::sys::version_of(&m))
-        };
-        let files = dir.index_files();
-        Seen([look(&files.index), look(&files.journal)])
-    }
+    /// removal whether anything changed the session since (`None`: they
+    /// could not be looked at, and the session is spared).
+    seen: Option<IndexStamp>,
 }
 
 impl Store {
@@ -200,7 +184,7 @@ impl Store {
                 .max()
                 .or_else(|| modified(dir.path()).ok())
                 .unwrap_or(now);
-            let seen = Seen::of(&dir);
+            let seen = dir.index_stamp().ok();
             // A session directory someone else could have planted or changed
             // is kept, like one whose index cannot be read.
             let readable = dir.is_readable();
@@ -278,7 +262,7 @@ impl Store {
         let Some(guard) = dir.try_lock(Mode::Exclusive) else {
             return Ok(Some(SpareReason::Busy));
         };
-        if Seen::of(&dir) != c.seen {
+        if c.seen.is_none() || dir.index_stamp().ok() != c.seen {
             return Ok(Some(SpareReason::Changed));
         }
         if dir.load().is_err() {
@@ -294,6 +278,7 @@ impl Store {
             std::fs::rename(dir.path(), &trash).map_err(Error::io("remove session", dir.path()))?;
             drop((guard, live));
             std::fs::remove_dir_all(&trash).map_err(Error::io("delete", &trash))?;
+            self.summaries().forget(id);
         }
         report.removed.push(PrunedSession {
             id: id.to_owned(),
@@ -353,8 +338,14 @@ impl Store {
         (n, bytes, Some(roots))
     }
 
-    /// Finishes deletes that a crash interrupted.
+    /// Finishes deletes that a crash interrupted, and drops the summary
+    /// records of sessions that are gone and the temporaries of their dead
+    /// writers.
     fn sweep_pruned(&self, dry_run: bool) {
+        if !dry_run {
+            self.summaries()
+                .sweep(|id| self.session_dir(id).path().is_dir());
+        }
         let Ok(read) = std::fs::read_dir(self.sessions_dir()) else {
             return;
         };

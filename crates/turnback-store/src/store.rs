@@ -160,6 +160,12 @@ impl Store {
         Ok(())
     }
 
+    /// The trust check of a store directory `dir` of the home (the
+    /// summary's), making it private if others may read it.
+    pub(crate) fn secure_store_dir(&self, dir: &Path) -> Result<()> {
+        self.secure(dir, false)
+    }
+
     /// [`Store::check_session_dirs`] for the home and `locks/`, before a
     /// per-file lock is taken: once per store handle (and its clones) once
     /// they pass.
