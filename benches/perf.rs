@@ -624,40 +624,19 @@ fn revert_file_rows(b: &mut Bench, dir: &Path) {
     let runs = if b.quick { 3 } else { 11 };
     // A home of 20 sessions of 1,000 entries, and a home of 1 session of 10;
     // in each the file's newest change is a real write.
-    let setup = |name: &str, sessions: usize, entries: usize| {
-        let home = dir.join(format!("{name}-home"));
-        let wsdir = dir.join(format!("{name}-ws"));
-        fs::create_dir_all(&wsdir).unwrap();
-        let ws = Workspace::open(&wsdir).unwrap();
-        let id = WsId::of(&ws);
-        for k in 0..sessions {
-            synth_index(
-                &home,
-                &format!("past-{k:02}"),
-                &id,
-                entries,
-                &format!("s{k}"),
-            );
-        }
-        (home, wsdir, ws)
-    };
-    let big = setup("revert-big", 20, 1_000);
-    let small = setup("revert-small", 1, 10);
+    let big = lookups::setup(dir, "revert-big", 20, 1_000);
+    let small = lookups::setup(dir, "revert-small", 1, 10);
     sync();
     let mut buf = vec![0u8; 4 * KIB];
     let (mut tb, mut reference) = (Vec::new(), Vec::new());
     for i in 0..=runs {
-        let mut one = |(home, wsdir, ws): &(PathBuf, PathBuf, Workspace), session: &str, seed| {
-            fill(&mut buf, seed);
-            fs::write(wsdir.join("target.txt"), &buf).unwrap();
-            fill(&mut buf, seed + 1);
-            let s = Store::new(home).session(session).unwrap();
-            s.write(ws, "target.txt", &buf[..], "m").unwrap();
+        let mut one = |h: &lookups::Home, seed| {
+            h.write(&mut buf, seed);
             sync();
             let mut c = Command::new(TB);
             c.args(["revert", "target.txt"])
-                .current_dir(wsdir)
-                .env("TURNBACK_HOME", home)
+                .current_dir(&h.wsdir)
+                .env("TURNBACK_HOME", &h.home)
                 .env_remove("TURNBACK_SESSION")
                 .env_remove("TURNBACK_WORKSPACE")
                 .stdout(Stdio::null())
@@ -666,8 +645,8 @@ fn revert_file_rows(b: &mut Bench, dir: &Path) {
             run_with_stdin(&mut c, b"");
             t.elapsed()
         };
-        let r = one(&small, "past-00", 50_000 + 4 * i as u64);
-        let t = one(&big, "past-10", 50_002 + 4 * i as u64);
+        let r = one(&small, 50_000 + 4 * i as u64);
+        let t = one(&big, 50_002 + 4 * i as u64);
         if i > 0 {
             reference.push(r);
             tb.push(t);

@@ -18,14 +18,14 @@ use super::{Bench, KIB, TB, WsId, fill, median, run_with_stdin, sync, synth_inde
 
 /// A home of `sessions` synthesized sessions of `entries` each, its
 /// workspace, and the session the real writes go to.
-struct Home {
-    home: PathBuf,
-    wsdir: PathBuf,
+pub(super) struct Home {
+    pub(super) home: PathBuf,
+    pub(super) wsdir: PathBuf,
     ws: Workspace,
     writer: String,
 }
 
-fn setup(dir: &Path, name: &str, sessions: usize, entries: usize) -> Home {
+pub(super) fn setup(dir: &Path, name: &str, sessions: usize, entries: usize) -> Home {
     let home = dir.join(format!("{name}-home"));
     let wsdir = dir.join(format!("{name}-ws"));
     fs::create_dir_all(&wsdir).unwrap();
@@ -51,7 +51,7 @@ fn setup(dir: &Path, name: &str, sessions: usize, entries: usize) -> Home {
 impl Home {
     /// A real change of `target.txt` in the writer's session (the file held
     /// something else before, by hand).
-    fn write(&self, buf: &mut [u8], seed: u64) {
+    pub(super) fn write(&self, buf: &mut [u8], seed: u64) {
         fill(buf, seed);
         fs::write(self.wsdir.join("target.txt"), &*buf).unwrap();
         fill(buf, seed + 1);
