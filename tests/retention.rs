@@ -165,8 +165,11 @@ fn compress_backups_off_keeps_new_backups_raw() {
         }
         let out = run_with_input(c, b"new\n");
         assert!(out.status.success(), "{}", stderr(&out));
-        let names = blob_names(&env, id);
-        assert_eq!(names.len(), 1, "{names:?}");
+        // The one backup (beside, compressed, the hint naming it as the
+        // file's last: docs/FORMAT.md, `blobs/.last-*`).
+        let mut names = blob_names(&env, id);
+        let hints = names.extract_if(.., |n| n.starts_with(".last-")).count();
+        assert_eq!((names.len(), hints), (1, usize::from(!off)), "{names:?}");
         let blob = session_dir(&env, id)
             .join("blobs")
             .join(names.first().unwrap());
@@ -630,6 +633,62 @@ fn a_change_past_the_byte_cap_evicts_the_oldest_backups() {
     assert_eq!(json_err(&env, Some("s"), &["undo"], 3)["kind"], "evicted");
 }
 
+#[test]
+fn an_eviction_keeps_the_base_the_kept_backups_are_stored_against_and_every_undo_works() {
+    // Backups of a source file edited again and again are stored as
+    // differences from its first backup (docs/FORMAT.md, "Blob encoding").
+    // The cap evicts that first entry, and the collection after it (the
+    // backups aged past the grace) must keep its blob while differences
+    // from it are kept: each undo then puts the version before back.
+    let env = Env::new();
+    let line = |i: usize| {
+        format!(
+            "    let value_{i} = compute({i}, \"text {}\");\n",
+            i * 7919 % 1000
+        )
+    };
+    let mut text: String = (0..300).map(line).collect();
+    std::fs::write(env.path("lib.rs"), &text).unwrap();
+    let mut versions = vec![text.clone()];
+    let cap = (ENTRIES, "3");
+    let age = || {
+        let old = SystemTime::now() - Duration::from_secs(7200);
+        for e in std::fs::read_dir(session_dir(&env, "s").join("blobs")).unwrap() {
+            std::fs::File::open(e.unwrap().path())
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    };
+    for i in 0..6 {
+        text.insert_str(text.len() / 2, &format!("    // edit {i}\n"));
+        if i > 0 {
+            age();
+        }
+        capped_write(&env, "s", cap, "lib.rs", &format!("m{i}"), text.as_bytes());
+        versions.push(text.clone());
+    }
+    let blobs = session_dir(&env, "s").join("blobs");
+    let names: Vec<String> = std::fs::read_dir(&blobs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with(".base-")),
+        "no backup was stored as a difference: {names:?}"
+    );
+    let v = json_ok(&env, Some("s"), &["log"], b"");
+    assert_eq!(v["entries"].as_array().unwrap().len(), 3, "{v}");
+    // A prune with no process holding the session collects all it may.
+    age();
+    json_ok(&env, None, &["prune"], b"");
+    for want in versions[3..6].iter().rev() {
+        json_ok(&env, Some("s"), &["undo"], b"");
+        assert_eq!(std::fs::read_to_string(env.path("lib.rs")).unwrap(), *want);
+    }
+    assert_eq!(json_err(&env, Some("s"), &["undo"], 3)["kind"], "evicted");
+}
+
 // ---------------------------------------------------------------------------
 // Garbage collection after processes killed at random points
 
@@ -666,6 +725,20 @@ fn collection_after_random_kills_leaves_exactly_the_backups_the_index_needs_and_
         std::fs::write(inputs.path().join(format!("big-{i}")), big(seed)).unwrap();
     }
     std::fs::write(env.path("big.bin"), big(0)).unwrap();
+    // Source text edited a little each time: its backups are stored as
+    // differences from one another's base (docs/FORMAT.md, "Blob encoding").
+    let text = |seed: usize| -> String {
+        (0..400)
+            .map(|i| {
+                let edit = if i % 50 == 0 { seed * 17 } else { 0 };
+                format!("    let v{i} = f({});\n", (i * 31 + edit) % 1000)
+            })
+            .collect()
+    };
+    for seed in 0..3 {
+        std::fs::write(inputs.path().join(format!("text-{seed}")), text(seed + 1)).unwrap();
+    }
+    std::fs::write(env.path("t.rs"), text(0)).unwrap();
     for n in 0..3 {
         std::fs::write(env.path(&format!("s{n}.txt")), format!("small {n}\n")).unwrap();
     }
@@ -693,10 +766,14 @@ fn collection_after_random_kills_leaves_exactly_the_backups_the_index_needs_and_
     let mut killed = 0;
     for round in 0..30 {
         let mut c = env.cmd(Some("k"));
-        let input = match rng.below(4) {
+        let input = match rng.below(5) {
             0 => {
                 c.args(["write", "big.bin", "-m", &format!("m{round}")]);
                 Some(inputs.path().join(format!("big-{}", rng.below(3))))
+            }
+            4 => {
+                c.args(["write", "t.rs", "-m", &format!("m{round}")]);
+                Some(inputs.path().join(format!("text-{}", rng.below(3))))
             }
             1 => {
                 let n = rng.below(3);
@@ -773,7 +850,23 @@ fn collection_after_random_kills_leaves_exactly_the_backups_the_index_needs_and_
         missing.is_empty(),
         "seed {seed:#x}: backups gone: {missing:?}"
     );
-    let extra: Vec<_> = on_disk.difference(&named).collect();
+    // Beside the named blobs: the bases of named blobs stored as differences,
+    // with their pins (`.base-<blob>-<base>`), and each file's hint of its
+    // last backup (`.last-*`); nothing else.
+    let pins: Vec<(&str, &str)> = on_disk
+        .iter()
+        .filter_map(|n| n.strip_prefix(".base-")?.split_once('-'))
+        .filter(|(blob, _)| named.contains(*blob))
+        .collect();
+    let extra: Vec<_> = on_disk
+        .iter()
+        .filter(|n| !named.contains(*n) && !n.starts_with(".last-"))
+        .filter(|n| {
+            !pins
+                .iter()
+                .any(|(b, base)| *base == n.as_str() || format!(".base-{b}-{base}") == **n)
+        })
+        .collect();
     assert!(extra.is_empty(), "seed {seed:#x}: left behind: {extra:?}");
     for name in ["index.json.tmp", "reverting.json.tmp"] {
         assert!(!session_dir(&env, "k").join(name).exists(), "{name} left");

@@ -19,6 +19,22 @@ pub(crate) fn to_hex(bytes: &[u8]) -> String {
     s
 }
 
+/// The 32 bytes a SHA-256 in lower-case hex spells, if `s` is one.
+pub(crate) fn from_hex(s: &str) -> Option<[u8; 32]> {
+    if !is_sha256_hex(s) {
+        return None;
+    }
+    let digit = |b: u8| match b {
+        b'0'..=b'9' => b - b'0',
+        _ => b - b'a' + 10,
+    };
+    let mut out = [0u8; 32];
+    for (o, pair) in out.iter_mut().zip(s.as_bytes().chunks_exact(2)) {
+        *o = (digit(pair[0]) << 4) | digit(pair[1]);
+    }
+    Some(out)
+}
+
 /// True when `s` looks like a SHA-256 in lower-case hex (the name of a blob).
 pub(crate) fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))

@@ -18,12 +18,13 @@ use crate::relpath::RelPath;
 /// no turns, no revert history and no read marks; format 2 had no journal
 /// (`journal.jsonl`); format 3 no record of evicted entries (`evicted`);
 /// format 4 no directory states ([`FileState::dir`]) and only raw blobs
-/// (format 5's may be compressed, `packed.rs`). Each is read as a format 5
-/// index without them, and the first change rewrites the snapshot as format
-/// 5, so that an older build that cannot see the journal (or the gap eviction
-/// left, a directory a scan recorded, or a compressed backup) refuses the
-/// session instead of misreading it.
-pub const FORMAT_VERSION: u64 = 5;
+/// (format 5's may be compressed, `packed.rs`); format 5 no blob stored as a
+/// difference from another (format 6's may be, `delta.rs`). Each is read as
+/// a format 6 index without them, and the first change rewrites the snapshot
+/// as format 6, so that an older build that cannot see the journal (or the
+/// gap eviction left, a directory a scan recorded, a compressed backup, or
+/// one stored as a difference) refuses the session instead of misreading it.
+pub const FORMAT_VERSION: u64 = 6;
 
 /// A file's state on one side of a change: its contents (by hash), size and mode,
 /// or its absence; or (format 5, only in entries a scan found) a directory and

@@ -129,6 +129,7 @@ mod checkpoint;
 mod config_error;
 mod conflict;
 mod crash;
+mod delta;
 mod diff;
 mod durable;
 mod error;

@@ -1,7 +1,8 @@
-//! How a blob's file holds its contents: as they are (raw), or compressed as
+//! How a blob's file holds its contents: as they are (raw), compressed as
 //! one zstd frame behind a small header of turnback's own (`docs/FORMAT.md`,
-//! "Blob encoding"); and [`BlobReader`], the one reader every backup is read
-//! back through, which decodes either. Memory stays flat whatever the size:
+//! "Blob encoding"), or as a difference from another blob (`delta.rs`); and
+//! [`BlobReader`], the one reader every backup is read back through, which
+//! decodes each. Memory stays flat whatever the size:
 //! at most [`SAMPLE`] bytes are held, and a larger file is compressed and
 //! decoded as a stream.
 //!
@@ -14,6 +15,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use sha2::{Digest, Sha256};
 
+use crate::delta;
 use crate::hash::{self, CopyError};
 use crate::sys::EarlyWriteback;
 
@@ -63,48 +65,91 @@ fn read_up_to(reader: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// The size of the contents a compressed blob's header records, or `None`
-/// for a raw blob; `file`'s cursor is left at its start.
-fn packed_size(file: &mut File) -> io::Result<Option<u64>> {
+/// How a blob's file holds its contents, as its first bytes say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    Raw,
+    /// Compressed alone, contents of this size.
+    Packed(u64),
+    /// A difference (`delta.rs`) of contents of this size from this blob.
+    Delta(u64, String),
+}
+
+/// True when contents starting with `first` would read as encoded: such
+/// contents are never stored raw.
+fn tagged(first: &[u8]) -> bool {
+    first.starts_with(&PREFIX) || first.starts_with(&delta::PREFIX)
+}
+
+/// How `file` holds its contents; its cursor is left at its start.
+pub(crate) fn encoding(file: &mut File) -> io::Result<Encoding> {
     file.seek(SeekFrom::Start(0))?;
-    let mut h = [0u8; HEADER_LEN];
+    let mut h = [0u8; delta::HEADER_LEN];
     let n = read_up_to(file, &mut h)?;
     file.seek(SeekFrom::Start(0))?;
-    Ok((n == HEADER_LEN && h[..16] == PREFIX)
-        .then(|| u64::from_le_bytes(h[16..].try_into().expect("8 bytes"))))
+    if let Some((size, base)) = delta::parse(&h[..n]) {
+        return Ok(Encoding::Delta(size, base));
+    }
+    Ok(match n >= HEADER_LEN && h[..16] == PREFIX {
+        true => Encoding::Packed(u64::from_le_bytes(
+            h[16..HEADER_LEN].try_into().expect("8 bytes"),
+        )),
+        false => Encoding::Raw,
+    })
 }
 
 /// True when a blob file holding exactly `file`'s bytes would read as
-/// compressed: such contents are never stored raw.
+/// encoded: such contents are never stored raw.
 pub(crate) fn looks_packed(file: &mut File) -> io::Result<bool> {
-    Ok(packed_size(file)?.is_some())
+    Ok(encoding(file)? != Encoding::Raw)
 }
 
 /// The size of the contents the blob file `file` holds (its length, for a
 /// raw one).
 pub(crate) fn contents_size(file: &mut File) -> io::Result<u64> {
-    match packed_size(file)? {
-        Some(n) => Ok(n),
-        None => Ok(file.metadata()?.len()),
+    match encoding(file)? {
+        Encoding::Packed(n) | Encoding::Delta(n, _) => Ok(n),
+        Encoding::Raw => Ok(file.metadata()?.len()),
     }
+}
+
+/// What [`write_blob`] wrote.
+#[derive(Debug)]
+pub(crate) struct Written {
+    /// The SHA-256 of the contents, in hex.
+    pub(crate) sha256: String,
+    pub(crate) size: u64,
+    /// Whether the blob is a difference from the base it was offered.
+    pub(crate) delta: bool,
+}
+
+/// A blob a new one may be stored as a difference from: its name and its
+/// contents, read and verified against the name by the caller.
+pub(crate) struct Base<'a> {
+    pub(crate) sha256: &'a str,
+    pub(crate) contents: &'a [u8],
 }
 
 /// Writes what `source` yields into `file`, a new and empty blob temporary:
 /// compressed at `level` when that makes it smaller, else raw (always raw
-/// without a level, unless the contents start as a compressed blob does:
-/// those are always compressed, so that no raw blob reads as one). Returns
-/// the SHA-256 and size of the contents.
+/// without a level, unless the contents start as an encoded blob does:
+/// those are always compressed, so that no raw blob reads as one). With a
+/// `base`, contents of at most [`delta::MAX`] bytes are stored as a
+/// difference from it when that is smaller still. The caller must keep the
+/// base while the blob lives (`blobs/gc.rs`).
 pub(crate) fn write_blob(
     source: &mut dyn Read,
     file: &mut File,
     level: Option<i32>,
-) -> Result<(String, u64), CopyError> {
+    base: Option<Base<'_>>,
+) -> Result<Written, CopyError> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; SAMPLE];
     let n = read_up_to(source, &mut buf).map_err(CopyError::Read)?;
     hasher.update(&buf[..n]);
     let first = &buf[..n];
-    let tagged = first.starts_with(&PREFIX);
+    let tagged = tagged(first);
+    let whole = n < SAMPLE;
     let level = match (level, tagged) {
         (Some(l), _) => Some(l),
         (None, true) => Some(LEVEL),
@@ -114,10 +159,14 @@ pub(crate) fn write_blob(
         Some(l) => Some(zstd::bulk::compress(first, l).map_err(CopyError::Write)?),
         None => None,
     };
+    if let (Some(p), true, Some(base)) = (&packed, whole && n <= delta::MAX, base)
+        && let Some(w) = write_delta(first, p.len(), base, file, &hasher)?
+    {
+        return Ok(w);
+    }
     let smaller = packed
         .as_ref()
         .is_some_and(|p| tagged || HEADER_LEN + p.len() < n);
-    let whole = n < SAMPLE;
     let mut writer = EarlyWriteback::new(file);
     let total = match (smaller, whole) {
         (true, true) => {
@@ -152,7 +201,46 @@ pub(crate) fn write_blob(
             total
         }
     };
-    Ok((hash::to_hex(&hasher.finalize()), total))
+    Ok(Written {
+        sha256: hash::to_hex(&hasher.finalize()),
+        size: total,
+        delta: false,
+    })
+}
+
+/// Writes `contents` (all there is, hashed into `hasher` already) into
+/// `file` as a difference from `base`, if that is smaller than compressing
+/// them alone (`alone` bytes of frame) and than the contents; `None`
+/// (nothing written) otherwise.
+fn write_delta(
+    contents: &[u8],
+    alone: usize,
+    base: Base<'_>,
+    file: &mut File,
+    hasher: &Sha256,
+) -> Result<Option<Written>, CopyError> {
+    if base.contents.len() > delta::MAX {
+        return Ok(None);
+    }
+    let Some(header) = delta::header(contents.len() as u64, base.sha256) else {
+        return Ok(None);
+    };
+    let Ok(frame) = delta::encode(contents, base.contents, LEVEL) else {
+        return Ok(None);
+    };
+    let size = delta::HEADER_LEN + frame.len();
+    if size >= (HEADER_LEN + alone).min(contents.len()) {
+        return Ok(None);
+    }
+    let mut writer = EarlyWriteback::new(file);
+    writer.write_all(&header).map_err(CopyError::Write)?;
+    writer.write_all(&frame).map_err(CopyError::Write)?;
+    writer.finish().map_err(CopyError::Write)?;
+    Ok(Some(Written {
+        sha256: hash::to_hex(&hasher.clone().finalize()),
+        size: contents.len() as u64,
+        delta: true,
+    }))
 }
 
 /// Copies the rest of `source` into `out`, hashing it; the bytes copied.
@@ -188,21 +276,37 @@ pub(crate) struct BlobReader {
 enum Inner {
     Raw(File),
     Zstd(Box<zstd::stream::read::Decoder<'static, io::BufReader<File>>>),
+    /// A difference, decoded whole (it is small).
+    Decoded(io::Cursor<Vec<u8>>),
+    /// A difference that does not decode: its base is gone, damaged or
+    /// itself a difference, or its frame is damaged.
+    Broken,
 }
 
+/// Opens the blob of a name, for a difference's base.
+pub(crate) type OpenBlob<'a> = &'a dyn Fn(&str) -> io::Result<File>;
+
 impl BlobReader {
-    /// Reads the blob file `file` from its start.
-    pub(crate) fn new(mut file: File) -> io::Result<BlobReader> {
-        let (inner, size) = match packed_size(&mut file)? {
-            None => {
+    /// Reads the blob file `file` from its start; a difference's base is
+    /// opened through `open`.
+    pub(crate) fn new(mut file: File, open: OpenBlob<'_>) -> io::Result<BlobReader> {
+        let (inner, size) = match encoding(&mut file)? {
+            Encoding::Raw => {
                 let size = file.metadata()?.len();
                 (Inner::Raw(file), size)
             }
-            Some(size) => {
+            Encoding::Packed(size) => {
                 file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
                 let mut d = zstd::stream::read::Decoder::new(file)?;
                 d.window_log_max(WINDOW_LOG_MAX)?;
                 (Inner::Zstd(Box::new(d)), size)
+            }
+            Encoding::Delta(size, base) => {
+                let inner = match decode_delta(&mut file, size, &base, open)? {
+                    Some(bytes) => Inner::Decoded(io::Cursor::new(bytes)),
+                    None => Inner::Broken,
+                };
+                (inner, size)
             }
         };
         Ok(BlobReader {
@@ -210,6 +314,25 @@ impl BlobReader {
             size,
             undecodable: false,
         })
+    }
+
+    /// The contents of a whole blob (not a difference) of at most
+    /// [`delta::MAX`] bytes, verified against `sha256`: what a difference
+    /// is made from and decoded against. `None` when it is not such a blob.
+    pub(crate) fn base_contents(file: File, sha256: &str) -> io::Result<Option<Vec<u8>>> {
+        let no_base: OpenBlob<'_> = &|_| Err(io::ErrorKind::NotFound.into());
+        let mut r = BlobReader::new(file, no_base)?;
+        if matches!(r.inner, Inner::Decoded(_) | Inner::Broken) || r.size > delta::MAX as u64 {
+            return Ok(None);
+        }
+        let mut bytes = Vec::with_capacity(r.size as usize);
+        match (&mut r).take(delta::MAX as u64 + 1).read_to_end(&mut bytes) {
+            Ok(_) => {}
+            Err(_) if r.undecodable => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let (actual, _) = hash::hash_reader(&mut &bytes[..])?;
+        Ok((actual == sha256 && bytes.len() <= delta::MAX).then_some(bytes))
     }
 
     /// The size of the contents (a compressed blob's header says it).
@@ -224,6 +347,33 @@ impl BlobReader {
     }
 }
 
+/// The contents the difference `file` (of contents of `size` bytes, from
+/// the blob `base`) decodes to; `None` when it does not decode. An error
+/// only when `file` itself cannot be read.
+fn decode_delta(
+    file: &mut File,
+    size: u64,
+    base: &str,
+    open: OpenBlob<'_>,
+) -> io::Result<Option<Vec<u8>>> {
+    let len = file.metadata()?.len();
+    // A frame of contents of at most `MAX` bytes is never much larger.
+    let bound = (delta::HEADER_LEN + zstd::zstd_safe::compress_bound(delta::MAX)) as u64;
+    if size > delta::MAX as u64 || len > bound {
+        return Ok(None);
+    }
+    let mut frame = Vec::with_capacity(len as usize);
+    file.seek(SeekFrom::Start(delta::HEADER_LEN as u64))?;
+    file.read_to_end(&mut frame)?;
+    let Some(base) = open(base)
+        .ok()
+        .and_then(|f| BlobReader::base_contents(f, base).ok().flatten())
+    else {
+        return Ok(None);
+    };
+    Ok(delta::decode(&frame, &base, size).ok())
+}
+
 impl Read for BlobReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match &mut self.inner {
@@ -234,6 +384,14 @@ impl Read for BlobReader {
                     self.undecodable = true;
                 }
             }),
+            Inner::Decoded(c) => c.read(buf),
+            Inner::Broken => {
+                self.undecodable = true;
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a difference that does not decode against its base",
+                ))
+            }
         }
     }
 }
@@ -251,16 +409,22 @@ mod tests {
             .create_new(true)
             .open(&path)
             .unwrap();
-        let (h, n) = write_blob(&mut &bytes[..], &mut f, level).unwrap();
+        let Written {
+            sha256: h, size: n, ..
+        } = write_blob(&mut &bytes[..], &mut f, level, None).unwrap();
         assert_eq!(n, bytes.len() as u64);
         let (want, _) = hash::hash_reader(&mut &bytes[..]).unwrap();
         assert_eq!(h, want);
         let mut back = Vec::new();
-        let mut r = BlobReader::new(File::open(&path).unwrap()).unwrap();
+        let mut r = BlobReader::new(File::open(&path).unwrap(), &no_base).unwrap();
         assert_eq!(r.size(), bytes.len() as u64);
         r.read_to_end(&mut back).unwrap();
         assert!(back == bytes, "the contents did not come back");
         (std::fs::read(&path).unwrap(), h)
+    }
+
+    fn no_base(_: &str) -> io::Result<File> {
+        Err(io::ErrorKind::NotFound.into())
     }
 
     fn text(len: usize) -> Vec<u8> {
@@ -331,7 +495,7 @@ mod tests {
         file.truncate(file.len() - 3);
         let path = dir.path().join("damaged");
         std::fs::write(&path, &file).unwrap();
-        let mut r = BlobReader::new(File::open(&path).unwrap()).unwrap();
+        let mut r = BlobReader::new(File::open(&path).unwrap(), &no_base).unwrap();
         let mut out = Vec::new();
         let read = r.read_to_end(&mut out);
         assert!(read.is_err() && r.undecodable(), "{read:?}");

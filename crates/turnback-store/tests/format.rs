@@ -299,34 +299,8 @@ fn reads_format_5_with_compressed_backups() {
     // Two writes: src/lib.rs (5 KiB of source, its backup a compressed blob)
     // and logo.bin (noise, its backup raw: compression did not help); then
     // an undo puts both back from their blobs, each verified against its name.
-    use std::os::unix::fs::MetadataExt;
-    let home = tempfile::tempdir().unwrap();
-    let ws = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(ws.path()).unwrap();
-    let md = std::fs::metadata(&root).unwrap();
-    let here = serde_json::json!({ "path": root, "dev": md.dev(), "ino": md.ino() });
-    let dir = home.path().join("sessions/s");
-    std::fs::create_dir_all(dir.join("blobs")).unwrap();
-    let mut index: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(example("v5-compressed/index.json")).unwrap())
-            .unwrap();
-    assert_eq!(index["format"], 5);
-    rebase(&mut index, &here);
-    std::fs::write(dir.join("index.json"), index.to_string()).unwrap();
-    let mut journal = String::new();
-    for line in std::fs::read_to_string(example("v5-compressed/journal.jsonl"))
-        .unwrap()
-        .lines()
-    {
-        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
-        rebase(&mut v, &here);
-        journal.push_str(&format!("{v}\n"));
-    }
-    std::fs::write(dir.join("journal.jsonl"), journal).unwrap();
-    for blob in std::fs::read_dir(example("v5-compressed/blobs")).unwrap() {
-        let blob = blob.unwrap();
-        std::fs::copy(blob.path(), dir.join("blobs").join(blob.file_name())).unwrap();
-    }
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (dir, root) = install_example("v5-compressed", 5, home.path(), ws.path());
     let s = Store::new(home.path()).open_session("s").unwrap();
     let entries = s.entries().unwrap();
     let shape: Vec<_> = entries.iter().map(|e| (e.seq, e.path.as_str())).collect();
@@ -364,6 +338,111 @@ fn reads_format_5_with_compressed_backups() {
     assert_eq!(std::fs::read(root.join("src/lib.rs")).unwrap(), text);
 }
 
+/// Installs the example session `name` (of format `format`, with blobs) as
+/// session `s` of the store `home`, its workspace `/w` made `ws`: the
+/// session's directory and the workspace's real path.
+fn install_example(
+    name: &str,
+    format: u64,
+    home: &std::path::Path,
+    ws: &std::path::Path,
+) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::canonicalize(ws).unwrap();
+    let md = std::fs::metadata(&root).unwrap();
+    let here = serde_json::json!({ "path": root, "dev": md.dev(), "ino": md.ino() });
+    let dir = home.join("sessions/s");
+    std::fs::create_dir_all(dir.join("blobs")).unwrap();
+    let mut index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(example(&format!("{name}/index.json"))).unwrap())
+            .unwrap();
+    assert_eq!(index["format"], format);
+    rebase(&mut index, &here);
+    std::fs::write(dir.join("index.json"), index.to_string()).unwrap();
+    let mut journal = String::new();
+    for line in std::fs::read_to_string(example(&format!("{name}/journal.jsonl")))
+        .unwrap()
+        .lines()
+    {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        rebase(&mut v, &here);
+        journal.push_str(&format!("{v}\n"));
+    }
+    std::fs::write(dir.join("journal.jsonl"), journal).unwrap();
+    for blob in std::fs::read_dir(example(&format!("{name}/blobs"))).unwrap() {
+        let blob = blob.unwrap();
+        std::fs::copy(blob.path(), dir.join("blobs").join(blob.file_name())).unwrap();
+    }
+    (dir, root)
+}
+
+#[test]
+fn reads_format_6_with_backups_stored_as_differences() {
+    // Three writes of src/lib.rs (5 KiB of source): the first backup is
+    // compressed alone, the next two are differences from it (with the pins
+    // that keep it); every backup reads back, a prune with no handle open
+    // keeps all three, and a rewind puts the first version back.
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (dir, root) = install_example("v6-delta", 6, home.path(), ws.path());
+    let store = Store::new(home.path());
+    let s = store.open_session("s").unwrap();
+    let entries = s.entries().unwrap();
+    let shape: Vec<_> = entries.iter().map(|e| (e.seq, e.path.as_str())).collect();
+    assert_eq!(
+        shape,
+        [(1, "src/lib.rs"), (2, "src/lib.rs"), (3, "src/lib.rs")]
+    );
+    let blob = |e: &turnback_store::Entry| {
+        std::fs::read(dir.join("blobs").join(e.before.sha256.as_deref().unwrap())).unwrap()
+    };
+    assert!(blob(&entries[0]).starts_with(b"\x5b\x2a\x4d\x18\x10\0\0\0turnback"));
+    for e in &entries[1..] {
+        let b = blob(e);
+        assert!(
+            b.starts_with(b"\x5b\x2a\x4d\x18\x30\0\0\0turndiff"),
+            "{:?}",
+            &b[..16]
+        );
+        assert!((b.len() as u64) < e.before.size / 10, "a difference");
+    }
+    for e in &entries {
+        let bytes = s.backup_contents(&e.path, &e.before).unwrap().unwrap();
+        assert_eq!(
+            sha256(&bytes),
+            (e.before.sha256.clone().unwrap(), e.before.size)
+        );
+    }
+    drop(s);
+    let names = |d: &std::path::Path| -> std::collections::BTreeSet<_> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect()
+    };
+    let before = names(&dir.join("blobs"));
+    store
+        .prune(&turnback_store::Retention::default(), None, false)
+        .unwrap();
+    assert_eq!(
+        names(&dir.join("blobs")),
+        before,
+        "the prune took something"
+    );
+    let s = store.open_session("s").unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "the end\n").unwrap();
+    s.rewind("m1", turnback_store::RevertOptions::default())
+        .unwrap();
+    let bytes = std::fs::read(root.join("src/lib.rs")).unwrap();
+    assert_eq!(
+        sha256(&bytes),
+        (
+            entries[0].before.sha256.clone().unwrap(),
+            entries[0].before.size
+        )
+    );
+}
+
 fn sha256(bytes: &[u8]) -> (String, u64) {
     use sha2::Digest;
     let d = sha2::Sha256::digest(bytes);
@@ -388,7 +467,9 @@ fn the_first_change_to_a_format_4_session_rewrites_it_as_format_5() {
     s.begin_turn("a third turn", None).unwrap();
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
-    assert_eq!(index["format"], 5);
+    // The current format (5 when this test was written; 6 since a backup may
+    // be stored as a difference from another).
+    assert_eq!(index["format"], turnback_store::FORMAT_VERSION);
     let journal = std::fs::read(dir.join("journal.jsonl")).unwrap_or_default();
     assert!(journal.is_empty(), "a journal line before the rewrite");
     let again = Store::new(home.path()).open_session("s").unwrap();

@@ -4,9 +4,14 @@
 //! directory fsynced before this module returns, so no change that reaches a
 //! workspace can rest on a blob that is not durable. (Its name is handed out a
 //! little earlier, for an entry still in flight: see
-//! [`Blobs::store_file_then`].) A blob holds its contents raw or compressed
-//! (`packed.rs`), and is always read back through its decoder and verified
-//! against its hash. This module never deletes a blob that has its final name.
+//! [`Blobs::store_file_then`].) A blob holds its contents raw, compressed
+//! (`packed.rs`) or as a difference from an earlier backup (`delta.rs`,
+//! chosen by `bases.rs`), and is always read back through its decoder and
+//! verified against its hash. Only a collection (`gc.rs`) deletes a blob that
+//! has its final name.
+
+pub(crate) mod bases;
+mod gc;
 
 use std::fs::File;
 use std::io::{self, Read, Seek};
@@ -14,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::hash::{self, CopyError};
-use crate::packed::{self, BlobReader};
+use crate::packed::{self, BlobReader, Written};
 use crate::session_id::random_u64;
 use crate::sys;
 
@@ -25,19 +30,46 @@ pub(crate) const QUARANTINE_PREFIX: &str = ".corrupt-";
 /// when they do not decode.
 pub(crate) const UNDECODABLE: &str = "nothing (its compressed contents do not decode)";
 
+/// A blob made: its name and size, and the base it is a difference from.
+struct Stored {
+    sha256: String,
+    size: u64,
+    base: Option<String>,
+}
+
 /// Streams `reader` (the file at `source`) into the blob temporary `tmp`,
-/// compressed at `level` where that makes it smaller ([`packed::write_blob`]).
+/// compressed at `level` where that makes it smaller, or as a difference
+/// from `base` (its name and contents) where that is smaller still
+/// ([`packed::write_blob`]).
 fn write_blob(
     reader: &mut dyn Read,
     source: &Path,
     tmp: &Path,
     file: &mut File,
     level: Option<i32>,
-) -> Result<(String, u64)> {
-    packed::write_blob(reader, file, level).map_err(|e| match e {
+    base: Option<&(String, Vec<u8>)>,
+) -> Result<Stored> {
+    let offered = base.map(|(sha256, contents)| packed::Base { sha256, contents });
+    let written = packed::write_blob(reader, file, level, offered).map_err(|e| match e {
         CopyError::Read(e) => Error::io("read", source)(e),
         CopyError::Write(e) => Error::io("write backup", tmp)(e),
-    })
+    })?;
+    let Written {
+        sha256,
+        size,
+        delta,
+    } = written;
+    let base = base.filter(|_| delta).map(|(b, _)| b.clone());
+    Ok(Stored { sha256, size, base })
+}
+
+/// A whole blob of a clone, as [`Stored`].
+fn whole((sha256, size): (String, u64)) -> Stored {
+    Stored {
+        sha256,
+        size,
+        base: None,
+    }
 }
 
 /// The blob directory of one session.
@@ -88,18 +120,24 @@ impl Blobs {
     /// record an entry in flight that names it (recovery drops an entry in
     /// flight whose file is still at "before", blob or no blob), but must not
     /// change the file before this returns `Ok`.
+    ///
+    /// A compressed backup of a file backed up before in this directory may
+    /// be stored as a difference from the earlier backup (`bases.rs`).
     pub(crate) fn store_file_then(
         &self,
         source_file: &mut File,
         source: &Path,
         hashed: impl FnOnce(&str, u64),
     ) -> Result<(String, u64)> {
-        self.store_with(hashed, |tmp, file| {
+        let size = source_file.metadata().map_or(0, |m| m.len());
+        let taking_part = self.level.is_some() && bases::takes_part(size);
+        let last = taking_part.then(|| self.last_of(source)).flatten();
+        let stored = self.store_with(hashed, |tmp, file| {
             if sys::clone_file(file, source_file).is_ok() {
                 let read = |e| Error::io("read backup", tmp)(e);
                 let cloned = hash::hash_reader(file).map_err(read)?;
                 if !packed::looks_packed(file).map_err(read)? {
-                    return Ok(cloned);
+                    return Ok(whole(cloned));
                 }
                 // A clone stays raw, but these contents would read as
                 // compressed: they are written compressed instead.
@@ -108,8 +146,15 @@ impl Blobs {
                     .seek(io::SeekFrom::Start(0))
                     .map_err(Error::io("read", source))?;
             }
-            write_blob(source_file, source, tmp, file, self.level)
-        })
+            let base = last.as_deref().and_then(|l| self.choose_base(l));
+            write_blob(source_file, source, tmp, file, self.level, base.as_ref())
+        })?;
+        // Written only when it changes: a backup of the same bytes again
+        // leaves the store as it was.
+        if taking_part && last.as_deref() != Some(stored.0.as_str()) {
+            self.remember_last(source, &stored.0);
+        }
+        Ok(stored)
     }
 
     /// Backs up what `reader` yields (a stream that is not a file: an object
@@ -122,7 +167,7 @@ impl Blobs {
     ) -> Result<(String, u64)> {
         self.store_with_sync(
             |_, _| {},
-            |tmp, file| write_blob(reader, source, tmp, file, None),
+            |tmp, file| write_blob(reader, source, tmp, file, None, None),
             false,
         )
     }
@@ -132,7 +177,7 @@ impl Blobs {
     fn store_with(
         &self,
         hashed: impl FnOnce(&str, u64),
-        fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
+        fill: impl FnOnce(&Path, &mut File) -> Result<Stored>,
     ) -> Result<(String, u64)> {
         self.store_with_sync(hashed, fill, true)
     }
@@ -143,7 +188,7 @@ impl Blobs {
     fn store_with_sync(
         &self,
         hashed: impl FnOnce(&str, u64),
-        fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
+        fill: impl FnOnce(&Path, &mut File) -> Result<Stored>,
         dir_sync: bool,
     ) -> Result<(String, u64)> {
         sys::create_store_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
@@ -159,7 +204,7 @@ impl Blobs {
         &self,
         tmp: &Path,
         hashed: impl FnOnce(&str, u64),
-        fill: impl FnOnce(&Path, &mut File) -> Result<(String, u64)>,
+        fill: impl FnOnce(&Path, &mut File) -> Result<Stored>,
         dir_sync: bool,
     ) -> Result<(String, u64)> {
         let mut file = crate::trust::open(
@@ -170,7 +215,11 @@ impl Blobs {
             tmp,
         )
         .map_err(crate::trust::store_io("create", tmp))?;
-        let (hash, size) = fill(tmp, &mut file)?;
+        let Stored {
+            sha256: hash,
+            size,
+            base,
+        } = fill(tmp, &mut file)?;
         crate::crash::point("blob-written");
         hashed(&hash, size);
         crate::crash::point("blob-hashed");
@@ -185,6 +234,12 @@ impl Blobs {
             let _ = crate::trust::open_read(&target)
                 .and_then(|f| f.set_modified(std::time::SystemTime::now()));
             return Ok((hash, size));
+        }
+        if let Some(base) = &base {
+            // Before the name: a collection keeps the base while the blob is
+            // there (`gc.rs`).
+            self.pin(&hash, base)
+                .map_err(crate::trust::store_io("create", &self.dir.join(&hash)))?;
         }
         file.sync_all().map_err(Error::io("sync", tmp))?;
         crate::crash::point("blob-synced");
@@ -221,7 +276,7 @@ impl Blobs {
     ) -> Result<(String, u64)> {
         self.store_with_sync(
             |_, _| {},
-            |tmp, file| write_blob(source_file, source, tmp, file, None),
+            |tmp, file| write_blob(source_file, source, tmp, file, None, None),
             false,
         )
     }
@@ -269,7 +324,7 @@ impl Blobs {
             .open(hash)
             .map_err(|_| self.missing(session, path, hash))?;
         let blob = self.path(hash);
-        let reader = BlobReader::new(file).map_err(Error::io("read", &blob))?;
+        let reader = BlobReader::new(file, &|h| self.open(h)).map_err(Error::io("read", &blob))?;
         Ok(Backup {
             blobs: self,
             session,
@@ -294,7 +349,7 @@ impl Blobs {
     fn missing(&self, session: &str, path: &str, hash: &str) -> Error {
         let aside = self.quarantined(hash);
         let actual = aside.as_ref().and_then(|p| {
-            let mut r = BlobReader::new(File::open(p).ok()?).ok()?;
+            let mut r = BlobReader::new(File::open(p).ok()?, &|h| self.open(h)).ok()?;
             match hash::hash_reader(&mut r) {
                 Ok((h, _)) => Some(h),
                 Err(_) => r.undecodable().then(|| UNDECODABLE.to_owned()),
@@ -342,37 +397,6 @@ impl Blobs {
             .flatten()
             .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
             .map(|e| e.path())
-    }
-
-    /// Deletes blobs no entry names (and temporaries) last changed before
-    /// `older_than`; returns how many and their bytes. Call under the session's
-    /// exclusive lock, with `referenced` read under it.
-    pub(crate) fn collect_garbage(
-        &self,
-        referenced: &std::collections::HashSet<&str>,
-        older_than: std::time::SystemTime,
-        dry_run: bool,
-    ) -> (usize, u64) {
-        let Ok(read) = std::fs::read_dir(&self.dir) else {
-            return (0, 0);
-        };
-        let (mut count, mut bytes) = (0, 0);
-        for entry in read.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let ours = name.starts_with(".tmp-") || hash::is_sha256_hex(name);
-            if !ours || referenced.contains(name) {
-                continue;
-            }
-            let Ok(md) = entry.metadata() else { continue };
-            if md.modified().is_ok_and(|m| m < older_than)
-                && (dry_run || std::fs::remove_file(entry.path()).is_ok())
-            {
-                count += 1;
-                bytes += md.len();
-            }
-        }
-        (count, bytes)
     }
 }
 
@@ -462,94 +486,4 @@ impl Backup<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Backs up `bytes` from a file in `dir`.
-    fn store(blobs: &Blobs, dir: &Path, bytes: &[u8]) -> Result<(String, u64)> {
-        let path = dir.join(format!("source-{:016x}", random_u64()));
-        std::fs::write(&path, bytes).unwrap();
-        blobs.store_file(&mut File::open(&path).unwrap(), &path)
-    }
-
-    #[test]
-    fn stores_once_by_content_and_leaves_no_temporary() {
-        let dir = tempfile::tempdir().unwrap();
-        let blobs = Blobs::new(dir.path().join("blobs"));
-        let (h1, n1) = store(&blobs, dir.path(), b"same").unwrap();
-        let (h2, _) = store(&blobs, dir.path(), b"same").unwrap();
-        assert_eq!(h1, h2);
-        assert_eq!(n1, 4);
-        assert_eq!(std::fs::read(blobs.path(&h1)).unwrap(), b"same");
-        assert_eq!(
-            std::fs::read_dir(dir.path().join("blobs")).unwrap().count(),
-            1
-        );
-        assert!(blobs.exists(&h1));
-    }
-
-    #[test]
-    fn a_damaged_blob_of_the_wrong_size_is_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let blobs = Blobs::new(dir.path().join("blobs"));
-        let (h, _) = store(&blobs, dir.path(), b"contents").unwrap();
-        std::fs::write(blobs.path(&h), b"cont").unwrap();
-        store(&blobs, dir.path(), b"contents").unwrap();
-        assert_eq!(std::fs::read(blobs.path(&h)).unwrap(), b"contents");
-    }
-
-    #[test]
-    fn a_source_that_cannot_be_read_leaves_nothing_behind() {
-        let dir = tempfile::tempdir().unwrap();
-        let blobs = Blobs::new(dir.path().join("blobs"));
-        // A directory opens as a file, cannot be cloned, and fails to read.
-        let source = dir.path().join("src/x");
-        std::fs::create_dir_all(&source).unwrap();
-        let mut f = File::open(&source).unwrap();
-        let err = blobs.store_file(&mut f, &source).unwrap_err();
-        assert!(err.to_string().contains("src/x"), "{err}");
-        assert_eq!(
-            std::fs::read_dir(dir.path().join("blobs")).unwrap().count(),
-            0
-        );
-    }
-
-    /// With `TURNBACK_REFLINK_DIR` naming a directory on a filesystem that
-    /// clones (`.ci/run` mounts one where it can), the backup is a clone: its
-    /// blob is right, and changing the source in place afterwards does not
-    /// change it. Elsewhere the same checks run on the copy.
-    #[test]
-    fn a_backup_is_a_clone_where_the_filesystem_can_and_independent_of_its_source() {
-        let base = std::env::var_os("TURNBACK_REFLINK_DIR").map(std::path::PathBuf::from);
-        let dir = match &base {
-            Some(b) => tempfile::tempdir_in(b).unwrap(),
-            None => tempfile::tempdir().unwrap(),
-        };
-        let blobs = Blobs::new(dir.path().join("blobs"));
-        let source = dir.path().join("big");
-        let bytes: Vec<u8> = (0..3 * 1024 * 1024u32).map(|i| (i % 241) as u8).collect();
-        std::fs::write(&source, &bytes).unwrap();
-        if base.is_some() {
-            let probe = File::create(dir.path().join("probe")).unwrap();
-            let cloned = sys::clone_file(&probe, &File::open(&source).unwrap());
-            assert!(
-                cloned.is_ok(),
-                "TURNBACK_REFLINK_DIR cannot clone: {cloned:?}"
-            );
-        }
-        let (h, n) = blobs
-            .store_file(&mut File::open(&source).unwrap(), &source)
-            .unwrap();
-        assert_eq!(n, bytes.len() as u64);
-        let mut w = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&source)
-            .unwrap();
-        std::io::Write::write_all(&mut w, b"changed in place").unwrap();
-        drop(w);
-        let blob = std::fs::read(blobs.path(&h)).unwrap();
-        assert!(blob == bytes, "the backup changed with its source");
-        let (again, _) = hash::hash_reader(&mut &blob[..]).unwrap();
-        assert_eq!(again, h);
-    }
-}
+mod tests;
