@@ -105,7 +105,7 @@ pub(crate) fn compact_blobs(b: &mut Bench) {
     ));
     let ratio = on_disk[0] as f64 / raw as f64;
     b.row(Row {
-        what: "backups on disk, compressed (zstd 3)".into(),
+        what: "backups on disk, compressed (zstd 3, differences)".into(),
         param: format!("{} writes of real history", thousands(steps.len())),
         tb: format!("{:.1} MB on disk", on_disk[0] as f64 / 1e6),
         reference: format!("backed up: {:.1} MB", raw as f64 / 1e6),

@@ -119,29 +119,32 @@ pub(crate) struct Written {
     /// The SHA-256 of the contents, in hex.
     pub(crate) sha256: String,
     pub(crate) size: u64,
-    /// Whether the blob is a difference from the base it was offered.
-    pub(crate) delta: bool,
+    /// The base the blob is a difference from, if it is one.
+    pub(crate) delta: Option<String>,
+    /// Whether the blob is compressed (alone or as a difference).
+    pub(crate) encoded: bool,
 }
 
 /// A blob a new one may be stored as a difference from: its name and its
-/// contents, read and verified against the name by the caller.
-pub(crate) struct Base<'a> {
-    pub(crate) sha256: &'a str,
-    pub(crate) contents: &'a [u8],
-}
+/// contents, read and verified against the name.
+pub(crate) type Base = (String, Vec<u8>);
+
+/// Finds the [`Base`] a backup may be stored against, asked only when one
+/// could help (the contents are small and compress).
+pub(crate) type FindBase<'a> = &'a mut dyn FnMut() -> Option<Base>;
 
 /// Writes what `source` yields into `file`, a new and empty blob temporary:
 /// compressed at `level` when that makes it smaller, else raw (always raw
 /// without a level, unless the contents start as an encoded blob does:
-/// those are always compressed, so that no raw blob reads as one). With a
-/// `base`, contents of at most [`delta::MAX`] bytes are stored as a
-/// difference from it when that is smaller still. The caller must keep the
-/// base while the blob lives (`blobs/gc.rs`).
+/// those are always compressed, so that no raw blob reads as one). Contents
+/// of at most [`delta::MAX`] bytes that compress are stored as a difference
+/// from the base `find_base` finds, when that is smaller still. The caller
+/// must keep the base while the blob lives (`blobs/gc.rs`).
 pub(crate) fn write_blob(
     source: &mut dyn Read,
     file: &mut File,
     level: Option<i32>,
-    base: Option<Base<'_>>,
+    find_base: Option<FindBase<'_>>,
 ) -> Result<Written, CopyError> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; SAMPLE];
@@ -159,14 +162,16 @@ pub(crate) fn write_blob(
         Some(l) => Some(zstd::bulk::compress(first, l).map_err(CopyError::Write)?),
         None => None,
     };
-    if let (Some(p), true, Some(base)) = (&packed, whole && n <= delta::MAX, base)
-        && let Some(w) = write_delta(first, p.len(), base, file, &hasher)?
-    {
-        return Ok(w);
-    }
     let smaller = packed
         .as_ref()
         .is_some_and(|p| tagged || HEADER_LEN + p.len() < n);
+    // Contents that do not compress alone are not worth a base's read.
+    if let (Some(p), true, Some(find)) = (&packed, smaller && whole && n <= delta::MAX, find_base)
+        && let Some(base) = find()
+        && let Some(w) = write_delta(first, p.len(), &base, file, &hasher)?
+    {
+        return Ok(w);
+    }
     let mut writer = EarlyWriteback::new(file);
     let total = match (smaller, whole) {
         (true, true) => {
@@ -204,7 +209,8 @@ pub(crate) fn write_blob(
     Ok(Written {
         sha256: hash::to_hex(&hasher.finalize()),
         size: total,
-        delta: false,
+        delta: None,
+        encoded: smaller,
     })
 }
 
@@ -215,17 +221,17 @@ pub(crate) fn write_blob(
 fn write_delta(
     contents: &[u8],
     alone: usize,
-    base: Base<'_>,
+    (base, base_contents): &Base,
     file: &mut File,
     hasher: &Sha256,
 ) -> Result<Option<Written>, CopyError> {
-    if base.contents.len() > delta::MAX {
+    if base_contents.len() > delta::MAX {
         return Ok(None);
     }
-    let Some(header) = delta::header(contents.len() as u64, base.sha256) else {
+    let Some(header) = delta::header(contents.len() as u64, base) else {
         return Ok(None);
     };
-    let Ok(frame) = delta::encode(contents, base.contents, LEVEL) else {
+    let Ok(frame) = delta::encode(contents, base_contents, LEVEL) else {
         return Ok(None);
     };
     let size = delta::HEADER_LEN + frame.len();
@@ -239,7 +245,8 @@ fn write_delta(
     Ok(Some(Written {
         sha256: hash::to_hex(&hasher.clone().finalize()),
         size: contents.len() as u64,
-        delta: true,
+        delta: Some(base.clone()),
+        encoded: true,
     }))
 }
 

@@ -30,16 +30,9 @@ pub(crate) const QUARANTINE_PREFIX: &str = ".corrupt-";
 /// when they do not decode.
 pub(crate) const UNDECODABLE: &str = "nothing (its compressed contents do not decode)";
 
-/// A blob made: its name and size, and the base it is a difference from.
-struct Stored {
-    sha256: String,
-    size: u64,
-    base: Option<String>,
-}
-
 /// Streams `reader` (the file at `source`) into the blob temporary `tmp`,
 /// compressed at `level` where that makes it smaller, or as a difference
-/// from `base` (its name and contents) where that is smaller still
+/// from the base `find_base` finds where that is smaller still
 /// ([`packed::write_blob`]).
 fn write_blob(
     reader: &mut dyn Read,
@@ -47,28 +40,21 @@ fn write_blob(
     tmp: &Path,
     file: &mut File,
     level: Option<i32>,
-    base: Option<&(String, Vec<u8>)>,
-) -> Result<Stored> {
-    let offered = base.map(|(sha256, contents)| packed::Base { sha256, contents });
-    let written = packed::write_blob(reader, file, level, offered).map_err(|e| match e {
+    find_base: Option<packed::FindBase<'_>>,
+) -> Result<Written> {
+    packed::write_blob(reader, file, level, find_base).map_err(|e| match e {
         CopyError::Read(e) => Error::io("read", source)(e),
         CopyError::Write(e) => Error::io("write backup", tmp)(e),
-    })?;
-    let Written {
-        sha256,
-        size,
-        delta,
-    } = written;
-    let base = base.filter(|_| delta).map(|(b, _)| b.clone());
-    Ok(Stored { sha256, size, base })
+    })
 }
 
-/// A whole blob of a clone, as [`Stored`].
-fn whole((sha256, size): (String, u64)) -> Stored {
-    Stored {
+/// A raw blob of a clone, as [`Written`].
+fn whole((sha256, size): (String, u64)) -> Written {
+    Written {
         sha256,
         size,
-        base: None,
+        delta: None,
+        encoded: false,
     }
 }
 
@@ -132,6 +118,7 @@ impl Blobs {
         let size = source_file.metadata().map_or(0, |m| m.len());
         let taking_part = self.level.is_some() && bases::takes_part(size);
         let last = taking_part.then(|| self.last_of(source)).flatten();
+        let encoded = std::cell::Cell::new(false);
         let stored = self.store_with(hashed, |tmp, file| {
             if sys::clone_file(file, source_file).is_ok() {
                 let read = |e| Error::io("read backup", tmp)(e);
@@ -146,12 +133,16 @@ impl Blobs {
                     .seek(io::SeekFrom::Start(0))
                     .map_err(Error::io("read", source))?;
             }
-            let base = last.as_deref().and_then(|l| self.choose_base(l));
-            write_blob(source_file, source, tmp, file, self.level, base.as_ref())
+            let mut find = || last.as_deref().and_then(|l| self.choose_base(l));
+            let find: Option<packed::FindBase<'_>> = taking_part.then_some(&mut find);
+            let written = write_blob(source_file, source, tmp, file, self.level, find)?;
+            encoded.set(written.encoded);
+            Ok(written)
         })?;
-        // Written only when it changes: a backup of the same bytes again
-        // leaves the store as it was.
-        if taking_part && last.as_deref() != Some(stored.0.as_str()) {
+        // Only a compressed backup is worth basing the next on; written only
+        // when it changes, so a backup of the same bytes again leaves the
+        // store as it was.
+        if taking_part && encoded.get() && last.as_deref() != Some(stored.0.as_str()) {
             self.remember_last(source, &stored.0);
         }
         Ok(stored)
@@ -177,7 +168,7 @@ impl Blobs {
     fn store_with(
         &self,
         hashed: impl FnOnce(&str, u64),
-        fill: impl FnOnce(&Path, &mut File) -> Result<Stored>,
+        fill: impl FnOnce(&Path, &mut File) -> Result<Written>,
     ) -> Result<(String, u64)> {
         self.store_with_sync(hashed, fill, true)
     }
@@ -188,7 +179,7 @@ impl Blobs {
     fn store_with_sync(
         &self,
         hashed: impl FnOnce(&str, u64),
-        fill: impl FnOnce(&Path, &mut File) -> Result<Stored>,
+        fill: impl FnOnce(&Path, &mut File) -> Result<Written>,
         dir_sync: bool,
     ) -> Result<(String, u64)> {
         sys::create_store_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
@@ -204,7 +195,7 @@ impl Blobs {
         &self,
         tmp: &Path,
         hashed: impl FnOnce(&str, u64),
-        fill: impl FnOnce(&Path, &mut File) -> Result<Stored>,
+        fill: impl FnOnce(&Path, &mut File) -> Result<Written>,
         dir_sync: bool,
     ) -> Result<(String, u64)> {
         let mut file = crate::trust::open(
@@ -215,10 +206,11 @@ impl Blobs {
             tmp,
         )
         .map_err(crate::trust::store_io("create", tmp))?;
-        let Stored {
+        let Written {
             sha256: hash,
             size,
-            base,
+            delta: base,
+            ..
         } = fill(tmp, &mut file)?;
         crate::crash::point("blob-written");
         hashed(&hash, size);
