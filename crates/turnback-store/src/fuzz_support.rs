@@ -72,3 +72,73 @@ pub fn relative_path(p: &str) {
         );
     }
 }
+
+/// Backups made from `data` read back as they were, whether stored whole,
+/// compressed or as a difference from another; and `data` itself, put in a
+/// blob directory as a blob (a store written by someone else), reads back
+/// as bytes that the name check judges, or an error, never a panic. Works
+/// in a scratch directory under the system's temporary directory.
+pub fn blob_round_trip(data: &[u8]) {
+    use std::io::Read;
+
+    use crate::blobs::Blobs;
+    let dir = std::env::temp_dir().join(format!(
+        "turnback-fuzz-blob-{:016x}",
+        crate::session_id::random_u64()
+    ));
+    let blobs = Blobs::new(dir.join("blobs")).compressing(true);
+    // A file of at least 2 KiB (so that its backups take part, `bases.rs`):
+    // `data`'s first part repeated, then again with its second part spliced
+    // into the middle, and the second part alone.
+    let split = data
+        .first()
+        .map_or(0, |&b| usize::from(b) * data.len() / 256);
+    let (first, second) = data.split_at(split);
+    let base: Vec<u8> = match first.is_empty() {
+        true => Vec::new(),
+        false => first
+            .iter()
+            .copied()
+            .cycle()
+            .take(2048 + 7 * first.len())
+            .collect(),
+    };
+    let mut edited = base.clone();
+    edited.splice(base.len() / 2..base.len() / 2, second.iter().copied());
+    let source = dir.join("f");
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let read_back = |hash: &str| -> crate::Result<Vec<u8>> {
+        let mut backup = blobs.open_backup("fuzz", "f", hash)?;
+        let mut out = Vec::new();
+        let read = backup
+            .reader()
+            .read_to_end(&mut out)
+            .map_err(crate::Error::io("read", "-"));
+        backup.checked(read)?;
+        let (actual, _) = crate::hash::hash_reader(&mut &out[..]).expect("hashing memory");
+        backup.verify(&actual)?;
+        Ok(out)
+    };
+    for contents in [&base[..], &edited[..], second] {
+        std::fs::write(&source, contents).expect("a scratch file");
+        let mut f = std::fs::File::open(&source).expect("the scratch file");
+        let (hash, size) = blobs
+            .store_file_then(&mut f, &source, |_, _| {})
+            .expect("a backup in a scratch directory");
+        assert_eq!(size, contents.len() as u64);
+        let back = read_back(&hash).expect("a backup just made reads back");
+        assert!(back == contents, "a backup read back other bytes");
+    }
+    // `data` as a blob (its corpus holds a difference and a compressed
+    // blob, so that each decoder's path is taken).
+    let name = "f".repeat(64);
+    std::fs::write(blobs.path(&name), data).expect("a scratch blob");
+    if let Ok(back) = read_back(&name) {
+        let (actual, _) = crate::hash::hash_reader(&mut &back[..]).expect("hashing memory");
+        assert_eq!(
+            actual, name,
+            "bytes that do not match the name were handed out"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -504,6 +504,9 @@ fn fuzz_corpora_hold_their_properties() {
         ("summary", &|b: &[u8]| {
             turnback_store::fuzz_support::summary_round_trip(b)
         }),
+        ("blob", &|b: &[u8]| {
+            turnback_store::fuzz_support::blob_round_trip(b)
+        }),
     ] {
         for f in std::fs::read_dir(corpus.join(target)).unwrap() {
             check(&std::fs::read(f.unwrap().path()).unwrap());
