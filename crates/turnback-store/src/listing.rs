@@ -352,22 +352,44 @@ impl Store {
         Ok(best)
     }
 
-    /// Every entry in effect, in any session, that `wanted` accepts, with
-    /// its session's id (a scan's commit: who recorded a change during its
-    /// bracket). Sessions whose index cannot be read are passed over.
-    pub(crate) fn entries_where(
+    /// Every entry in effect, in any session, of workspace `root` recorded
+    /// at `since` or later that `wanted` accepts, with its session's id (a
+    /// scan's commit: who recorded a change during its bracket). Only the
+    /// indexes of sessions whose summary has such an entry are read: a root
+    /// nested with `root` (either way) whose newest entry is that recent.
+    /// Sessions whose index cannot be read are passed over.
+    pub(crate) fn entries_in_root_since(
         &self,
+        root: &Path,
+        since: OffsetDateTime,
         wanted: impl Fn(&Entry) -> bool,
     ) -> Result<Vec<(String, Entry)>> {
+        let key = key_of(root);
+        let summaries = self.summaries();
         let mut found = Vec::new();
         for id in self.session_ids()? {
+            let Ok(s) = summaries.of(&id) else {
+                continue;
+            };
+            // A file's line is under the root of the entry that first named
+            // it, which may be an outer or inner workspace of `root`.
+            let recent = s
+                .header
+                .roots
+                .iter()
+                .filter(|r| r.path.starts_with(&key) || key.starts_with(&r.path))
+                .filter_map(|r| r.entry)
+                .any(|n| n.time >= since);
+            if !recent {
+                continue;
+            }
             let Ok(idx) = self.read_index(&id) else {
                 continue;
             };
             found.extend(
                 idx.entries
                     .into_iter()
-                    .filter(|e| wanted(e))
+                    .filter(|e| e.workspace.path == root && e.time >= since && wanted(e))
                     .map(|e| (id.clone(), e)),
             );
         }

@@ -245,12 +245,11 @@ impl Session {
             .chain(dirs.moded.keys().map(String::as_str))
             .collect();
         let root = &h.workspace;
-        let others = self.store().entries_where(|e| {
-            e.workspace.path == root.path
-                && e.time >= h.began
-                && paths.contains(e.path.as_str())
-                && e.scan.as_ref().is_none_or(|m| m.id != h.id)
-        })?;
+        let others = self
+            .store()
+            .entries_in_root_since(&root.path, h.began, |e| {
+                paths.contains(e.path.as_str()) && e.scan.as_ref().is_none_or(|m| m.id != h.id)
+            })?;
         let watching = self.other_open_scans(h)?;
         let seen = Others {
             others: &others,

@@ -231,6 +231,46 @@ impl Bed {
                 "{when}: latest_session_for {f}"
             );
         }
+        // Entries of a workspace since a time, as a scan's commit asks.
+        let mut times: Vec<OffsetDateTime> = indexes(store)
+            .iter()
+            .flat_map(|(_, idx)| idx.entries.iter().map(|e| e.time))
+            .collect();
+        times.sort();
+        let mut since: Vec<OffsetDateTime> = times.iter().step_by(3).copied().collect();
+        since.extend(times.last().map(|t| *t + time::Duration::nanoseconds(1)));
+        since.push(OffsetDateTime::UNIX_EPOCH);
+        for ws in [&self.outer, &self.inner] {
+            let root = ws.root();
+            for t in &since {
+                let seqs = |mut v: Vec<(String, u64)>| {
+                    v.sort();
+                    v
+                };
+                let got = store
+                    .entries_in_root_since(root, *t, |e| e.seq % 2 == 0 || e.path.contains('a'))
+                    .unwrap()
+                    .into_iter()
+                    .map(|(id, e)| (id, e.seq))
+                    .collect();
+                let want = indexes(store)
+                    .into_iter()
+                    .flat_map(|(id, idx)| {
+                        idx.entries
+                            .into_iter()
+                            .filter(|e| e.workspace.path == root && e.time >= *t)
+                            .filter(|e| e.seq % 2 == 0 || e.path.contains('a'))
+                            .map(move |e| (id.clone(), e.seq))
+                    })
+                    .collect();
+                assert_eq!(
+                    seqs(got),
+                    seqs(want),
+                    "{when}: entries_in_root_since {} {t}",
+                    root.display()
+                );
+            }
+        }
         let mut listed: Vec<_> = store
             .sessions()
             .unwrap()
