@@ -218,7 +218,7 @@ impl Blobs {
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
         // (one of the wrong size is damaged, and the fresh copy replaces it).
-        if self.holds(&target, size) {
+        if self.holds(&target, &hash, size) {
             drop(file);
             let _ = std::fs::remove_file(tmp);
             // Fresh again: pruning spares blobs changed in its grace period, and
@@ -244,12 +244,27 @@ impl Blobs {
         Ok((hash, size))
     }
 
-    /// True when `target` is a blob of contents of `size` bytes.
-    fn holds(&self, target: &Path, size: u64) -> bool {
-        std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file())
-            && crate::trust::open_read(target)
-                .and_then(|mut f| packed::contents_size(&mut f))
-                .is_ok_and(|n| n == size)
+    /// True when `target`, the blob `hash`, is a blob of contents of `size`
+    /// bytes. A difference is decoded and hashed too: it rests on its base
+    /// as well as on itself, and a new backup of the same bytes must not
+    /// lean on one that no longer decodes (the fresh blob replaces it).
+    fn holds(&self, target: &Path, hash: &str, size: u64) -> bool {
+        if !std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file()) {
+            return false;
+        }
+        let Ok(mut file) = crate::trust::open_read(target) else {
+            return false;
+        };
+        match packed::encoding(&mut file) {
+            Ok(packed::Encoding::Delta(n, _)) if n == size => {
+                BlobReader::new(file, &|h| self.open(h))
+                    .and_then(|mut r| hash::hash_reader(&mut r))
+                    .is_ok_and(|(actual, n)| actual == hash && n == size)
+            }
+            Ok(packed::Encoding::Delta(..)) => false,
+            Ok(_) => packed::contents_size(&mut file).is_ok_and(|n| n == size),
+            Err(_) => false,
+        }
     }
 
     /// Syncs the blob directory: every blob renamed into it is durable after.

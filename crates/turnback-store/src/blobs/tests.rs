@@ -339,3 +339,28 @@ fn a_blob_made_fresh_after_a_collection_listed_it_is_not_deleted() {
     assert!(!blobs.exists(&h));
     assert_eq!(names(&blobs).len(), 1, "only the hint: {:?}", names(&blobs));
 }
+
+#[test]
+fn a_backup_of_the_same_bytes_does_not_lean_on_a_difference_whose_base_is_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = packing(dir.path());
+    let v1 = source(800, 1);
+    let h1 = back_up(&blobs, dir.path(), &v1);
+    let v2 = edited(&v1, 300);
+    let h2 = back_up(&blobs, dir.path(), &v2);
+    assert!(matches!(encoding_of(&blobs, &h2), Encoding::Delta(..)));
+    // The base damaged behind the store's back; then the same bytes as the
+    // difference's are backed up again (of another file: no hint to follow).
+    let mut base = std::fs::read(blobs.path(&h1)).unwrap();
+    let at = base.len() / 2;
+    base[at] ^= 0x20;
+    std::fs::write(blobs.path(&h1), &base).unwrap();
+    let other = dir.path().join("other.rs");
+    std::fs::write(&other, &v2).unwrap();
+    let (again, _) = blobs
+        .store_file(&mut File::open(&other).unwrap(), &other)
+        .unwrap();
+    assert_eq!(again, h2);
+    assert!(matches!(encoding_of(&blobs, &h2), Encoding::Packed(_)));
+    assert!(read_back(&blobs, &h2).unwrap() == v2);
+}
