@@ -263,20 +263,33 @@ fn a_collection_keeps_the_base_of_a_kept_difference_and_takes_both_once_neither_
     );
 }
 
+/// A whole backup of a source file, then one of it edited (a difference):
+/// the first's name, the second's contents and name.
+fn base_and_difference(blobs: &Blobs, dir: &Path) -> (String, Vec<u8>, String) {
+    let v1 = source(800, 1);
+    let h1 = back_up(blobs, dir, &v1);
+    let v2 = edited(&v1, 300);
+    let h2 = back_up(blobs, dir, &v2);
+    assert!(matches!(encoding_of(blobs, &h2), Encoding::Delta(..)));
+    (h1, v2, h2)
+}
+
+/// Blob `h` damaged behind the store's back: same length, other bytes.
+fn damage(blobs: &Blobs, h: &str) {
+    let mut bytes = std::fs::read(blobs.path(h)).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x20;
+    std::fs::write(blobs.path(h), &bytes).unwrap();
+}
+
 #[test]
 fn a_difference_whose_base_is_damaged_or_gone_is_corrupt_and_the_next_backup_is_whole() {
     let dir = tempfile::tempdir().unwrap();
     let blobs = packing(dir.path());
-    let v1 = source(800, 1);
-    let h1 = back_up(&blobs, dir.path(), &v1);
-    let v2 = edited(&v1, 300);
-    let h2 = back_up(&blobs, dir.path(), &v2);
+    let (h1, v2, h2) = base_and_difference(&blobs, dir.path());
     // The base damaged (same length, other bytes): the difference does not
     // decode, is moved aside (kept), and is named corrupt.
-    let mut base = std::fs::read(blobs.path(&h1)).unwrap();
-    let at = base.len() / 2;
-    base[at] ^= 0x20;
-    std::fs::write(blobs.path(&h1), &base).unwrap();
+    damage(&blobs, &h1);
     match read_back(&blobs, &h2) {
         Err(Error::BlobCorrupt {
             actual, moved_to, ..
@@ -344,17 +357,10 @@ fn a_blob_made_fresh_after_a_collection_listed_it_is_not_deleted() {
 fn a_backup_of_the_same_bytes_does_not_lean_on_a_difference_whose_base_is_damaged() {
     let dir = tempfile::tempdir().unwrap();
     let blobs = packing(dir.path());
-    let v1 = source(800, 1);
-    let h1 = back_up(&blobs, dir.path(), &v1);
-    let v2 = edited(&v1, 300);
-    let h2 = back_up(&blobs, dir.path(), &v2);
-    assert!(matches!(encoding_of(&blobs, &h2), Encoding::Delta(..)));
+    let (h1, v2, h2) = base_and_difference(&blobs, dir.path());
     // The base damaged behind the store's back; then the same bytes as the
     // difference's are backed up again (of another file: no hint to follow).
-    let mut base = std::fs::read(blobs.path(&h1)).unwrap();
-    let at = base.len() / 2;
-    base[at] ^= 0x20;
-    std::fs::write(blobs.path(&h1), &base).unwrap();
+    damage(&blobs, &h1);
     let other = dir.path().join("other.rs");
     std::fs::write(&other, &v2).unwrap();
     let (again, _) = blobs
