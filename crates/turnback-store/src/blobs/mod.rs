@@ -218,13 +218,15 @@ impl Blobs {
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
         // (one of the wrong size is damaged, and the fresh copy replaces it).
+        // Made fresh first (pruning spares blobs changed in its grace period,
+        // and this one is about to be named by an entry), then looked at: a
+        // collection that moves it aside meanwhile sees it fresh and puts it
+        // back (`gc.rs`), or it is not found here and the fresh copy is named.
+        let _ = crate::trust::open_read(&target)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
         if self.holds(&target, &hash, size) {
             drop(file);
             let _ = std::fs::remove_file(tmp);
-            // Fresh again: pruning spares blobs changed in its grace period, and
-            // this one is about to be named by an entry.
-            let _ = crate::trust::open_read(&target)
-                .and_then(|f| f.set_modified(std::time::SystemTime::now()));
             return Ok((hash, size));
         }
         if let Some(base) = &base {
