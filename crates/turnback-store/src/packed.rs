@@ -104,15 +104,6 @@ pub(crate) fn looks_packed(file: &mut File) -> io::Result<bool> {
     Ok(encoding(file)? != Encoding::Raw)
 }
 
-/// The size of the contents the blob file `file` holds (its length, for a
-/// raw one).
-pub(crate) fn contents_size(file: &mut File) -> io::Result<u64> {
-    match encoding(file)? {
-        Encoding::Packed(n) | Encoding::Delta(n, _) => Ok(n),
-        Encoding::Raw => Ok(file.metadata()?.len()),
-    }
-}
-
 /// What [`write_blob`] wrote.
 #[derive(Debug)]
 pub(crate) struct Written {

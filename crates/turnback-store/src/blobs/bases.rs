@@ -78,23 +78,17 @@ impl Blobs {
     /// of the same file: `last` if that is a whole blob, else its base.
     /// `None` when there is none fit to use.
     ///
-    /// The base is made fresh (its modification time set to now) and then
-    /// found still under its name: a collection that moves a blob aside looks
-    /// at its time again before deleting it (`gc.rs`), so a base found here is
-    /// not deleted before the new blob's pin keeps it.
+    /// The base is opened with [`Blobs::open_fresh`], so it is not deleted
+    /// before the new blob's pin keeps it.
     pub(super) fn choose_base(&self, last: &str) -> Option<(String, Vec<u8>)> {
-        let mut file = self.open(last).ok()?;
+        let mut file = self.open_fresh(last)?;
         let (name, file) = match packed::encoding(&mut file).ok()? {
             Encoding::Delta(_, base) => {
-                let f = self.open(&base).ok()?;
+                let f = self.open_fresh(&base)?;
                 (base, f)
             }
             _ => (last.to_owned(), file),
         };
-        file.set_modified(std::time::SystemTime::now()).ok()?;
-        if !sys::is_at(&file, &self.path(&name)) {
-            return None;
-        }
         let contents = BlobReader::base_contents(file, &name).ok()??;
         Some((name, contents))
     }
@@ -120,9 +114,11 @@ impl Blobs {
     /// there already: the same blob stored against the same base before).
     /// Not synced: the directory sync that makes the blob's name durable
     /// follows, and makes this one durable with it.
-    pub(super) fn pin(&self, blob: &str, base: &str) -> io::Result<()> {
+    pub(super) fn pin(&self, blob: &str, base: &str) -> crate::Result<()> {
         let path = self.dir.join(pin_name(blob, base));
-        crate::trust::open(sys::store_file_options().write(true).create(true), &path).map(drop)
+        crate::trust::open(sys::store_file_options().write(true).create(true), &path)
+            .map(drop)
+            .map_err(crate::trust::store_io("create", &path))
     }
 }
 

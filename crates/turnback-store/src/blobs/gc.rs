@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
+use std::io::Read;
 use std::time::SystemTime;
 
 use super::Blobs;
@@ -139,7 +140,10 @@ impl Blobs {
         // going makes one stale).
         if !gone.is_empty() && !dry_run {
             for name in &l.hints {
-                let named = std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+                let mut named = String::new();
+                if let Ok(f) = crate::trust::open_read(&self.dir.join(name)) {
+                    let _ = f.take(64).read_to_string(&mut named);
+                }
                 if !l.blobs.contains_key(&named) || gone.contains(&named) {
                     self.remove(name);
                 }

@@ -217,14 +217,11 @@ impl Blobs {
         crate::crash::point("blob-hashed");
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
-        // (one of the wrong size is damaged, and the fresh copy replaces it).
-        // Made fresh first (pruning spares blobs changed in its grace period,
-        // and this one is about to be named by an entry), then looked at: a
-        // collection that moves it aside meanwhile sees it fresh and puts it
-        // back (`gc.rs`), or it is not found here and the fresh copy is named.
-        let _ = crate::trust::open_read(&target)
-            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
-        if self.holds(&target, &hash, size) {
+        // (one of the wrong size is damaged, and the fresh copy replaces it),
+        // opened fresh since an entry is about to name it.
+        if let Some(existing) = self.open_fresh(&hash)
+            && self.holds(existing, &hash, size)
+        {
             drop(file);
             let _ = std::fs::remove_file(tmp);
             return Ok((hash, size));
@@ -232,8 +229,7 @@ impl Blobs {
         if let Some(base) = &base {
             // Before the name: a collection keeps the base while the blob is
             // there (`gc.rs`).
-            self.pin(&hash, base)
-                .map_err(crate::trust::store_io("create", &self.dir.join(&hash)))?;
+            self.pin(&hash, base)?;
         }
         file.sync_all().map_err(Error::io("sync", tmp))?;
         crate::crash::point("blob-synced");
@@ -246,17 +242,27 @@ impl Blobs {
         Ok((hash, size))
     }
 
-    /// True when `target`, the blob `hash`, is a blob of contents of `size`
-    /// bytes. A difference is decoded and hashed too: it rests on its base
-    /// as well as on itself, and a new backup of the same bytes must not
-    /// lean on one that no longer decodes (the fresh blob replaces it).
-    fn holds(&self, target: &Path, hash: &str, size: u64) -> bool {
-        if !std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file()) {
-            return false;
+    /// Opens the blob `hash`, made fresh (its modification time set to now:
+    /// pruning spares blobs changed in its grace period) and then found still
+    /// under its name. A collection moves a blob aside and looks at its time
+    /// again before deleting it (`gc.rs`), so a blob opened here either goes
+    /// back under its name or was gone already (`None`), never deleted while
+    /// a caller is about to name it or base a difference on it. `None` too
+    /// for a name that is not a regular file.
+    fn open_fresh(&self, hash: &str) -> Option<File> {
+        let file = self.open(hash).ok()?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return None;
         }
-        let Ok(mut file) = crate::trust::open_read(target) else {
-            return false;
-        };
+        file.set_modified(std::time::SystemTime::now()).ok()?;
+        sys::is_at(&file, &self.path(hash)).then_some(file)
+    }
+
+    /// True when `file`, the blob `hash`, holds contents of `size` bytes. A
+    /// difference is decoded and hashed too: it rests on its base as well as
+    /// on itself, and a new backup of the same bytes must not lean on one
+    /// that no longer decodes (the fresh blob replaces it).
+    fn holds(&self, mut file: File, hash: &str, size: u64) -> bool {
         match packed::encoding(&mut file) {
             Ok(packed::Encoding::Delta(n, _)) if n == size => {
                 BlobReader::new(file, &|h| self.open(h))
@@ -264,7 +270,8 @@ impl Blobs {
                     .is_ok_and(|(actual, n)| actual == hash && n == size)
             }
             Ok(packed::Encoding::Delta(..)) => false,
-            Ok(_) => packed::contents_size(&mut file).is_ok_and(|n| n == size),
+            Ok(packed::Encoding::Packed(n)) => n == size,
+            Ok(packed::Encoding::Raw) => file.metadata().is_ok_and(|m| m.len() == size),
             Err(_) => false,
         }
     }

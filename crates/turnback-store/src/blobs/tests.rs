@@ -370,3 +370,25 @@ fn a_backup_of_the_same_bytes_does_not_lean_on_a_difference_whose_base_is_damage
     assert!(matches!(encoding_of(&blobs, &h2), Encoding::Packed(_)));
     assert!(read_back(&blobs, &h2).unwrap() == v2);
 }
+
+#[test]
+fn a_difference_from_a_difference_is_corrupt_however_well_its_frame_decodes() {
+    // One level only (a store written by someone else may chain them): a
+    // well-made frame against a base that is itself a difference does not
+    // read, and is moved aside like any blob that does not decode.
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = packing(dir.path());
+    let (_, v2, h2) = base_and_difference(&blobs, dir.path());
+    let v3 = edited(&v2, 100);
+    let frame = crate::delta::encode(&v3, &v2, packed::LEVEL).unwrap();
+    let mut chained = crate::delta::header(v3.len() as u64, &h2).unwrap().to_vec();
+    chained.extend_from_slice(&frame);
+    let (h3, _) = hash::hash_reader(&mut &v3[..]).unwrap();
+    std::fs::write(blobs.path(&h3), &chained).unwrap();
+    match read_back(&blobs, &h3) {
+        Err(Error::BlobCorrupt { actual, .. }) => assert_eq!(actual, UNDECODABLE),
+        other => panic!("{other:?}"),
+    }
+    // The same frame against the whole blob it was made from would read.
+    assert!(crate::delta::decode(&frame, &v2, v3.len() as u64).unwrap() == v3);
+}
