@@ -110,20 +110,30 @@ pub(super) fn scan_bracket(b: &mut Bench) {
         let s = store.session("bench").unwrap();
         let ws = Workspace::open(&ws_dir).unwrap();
         let mut round = 0;
-        let mut bracket = |s: &turnback_store::Session| -> Duration {
+        let opts = turnback_store::ScanOptions::default();
+        // Watched (one process: `turnback run`, a library caller) or not
+        // (begun and committed by two processes: the hooks).
+        let mut bracket = |s: &turnback_store::Session, watched: bool| -> Duration {
             round += 1;
+            let message = format!("round-{round}");
             let t = Instant::now();
-            let id = s
-                .begin_scan(&ws, &format!("round-{round}"), Some("bench"))
-                .unwrap();
-            let begun = t.elapsed();
-            change_five(&ws_dir, n, round);
-            let t = Instant::now();
-            let r = s.commit_scan(&id).unwrap();
+            let r = if watched {
+                let scan = s
+                    .begin_watched_scan(&ws, &message, Some("bench"), &opts)
+                    .unwrap();
+                assert!(scan.is_watched());
+                change_five(&ws_dir, n, round);
+                s.commit_watched_scan(scan).unwrap()
+            } else {
+                let id = s.begin_scan(&ws, &message, Some("bench")).unwrap();
+                change_five(&ws_dir, n, round);
+                s.commit_scan(&id).unwrap()
+            };
+            // The command's own time (five writes) is tens of microseconds.
             assert_eq!(r.changes.len(), 5, "{r:?}");
-            begun + t.elapsed()
+            t.elapsed()
         };
-        let first_bracket = bracket(&s);
+        let first_bracket = bracket(&s, true);
         b.row(super::time_row(
             "first scan bracket in a workspace vs shadow git's first snapshot",
             &format!("{} files (git repo)", thousands(n)),
@@ -134,22 +144,31 @@ pub(super) fn scan_bracket(b: &mut Bench) {
         // Warm: one of each first.
         change_five(&ws_dir, n, 1000);
         parent = snapshot(&shadow, &ws_dir, Some(&parent));
-        bracket(&s);
-        let (mut tb, mut sg) = (Vec::new(), Vec::new());
+        bracket(&s, true);
+        bracket(&s, false);
+        let (mut tb, mut tu, mut sg) = (Vec::new(), Vec::new(), Vec::new());
         for r in 0..runs {
-            tb.push(bracket(&s));
+            tb.push(bracket(&s, true));
             let t = Instant::now();
             parent = snapshot(&shadow, &ws_dir, Some(&parent));
             sg.push(t.elapsed());
             change_five(&ws_dir, n, 2000 + r);
+            tu.push(bracket(&s, false));
         }
-        let (tb, sg) = (median(tb), median(sg));
+        let (tb, tu, sg) = (median(tb), median(tu), median(sg));
         b.row(super::time_row(
-            "scan bracket (begin + commit) around a command changing 5 files vs a warm shadow-git snapshot",
+            "scan bracket (begin + commit, watched) around a command changing 5 files vs a warm shadow-git snapshot",
             &format!("{} files (git repo), {runs} runs", thousands(n)),
             tb,
             ("add -A + write-tree + commit-tree", sg),
             Some(1.0),
+        ));
+        b.row(super::time_row(
+            "the same bracket begun and committed by two processes (hooks: not watched, walked twice)",
+            &format!("{} files (git repo), {runs} runs", thousands(n)),
+            tu,
+            ("add -A + write-tree + commit-tree", sg),
+            None,
         ));
         if secs(tb) > 0.5 * secs(sg) {
             b.note(format!(

@@ -58,7 +58,9 @@ pub(crate) fn run(ctx: &Context, args: &RunArgs) -> Result<Scanned, CliError> {
     let opts = turnback_store::ScanOptions {
         size_limit: args.max_size,
     };
-    let id = session.begin_scan_with(&ws, &message, Some(&line), &opts)?;
+    // Watched while the command runs: the commit looks again only where
+    // something happened, not at the whole workspace.
+    let scan = session.begin_watched_scan(&ws, &message, Some(&line), &opts)?;
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]).current_dir(&ctx.cwd);
     crate::sys::default_signals_in_child(&mut cmd);
@@ -71,7 +73,7 @@ pub(crate) fn run(ctx: &Context, args: &RunArgs) -> Result<Scanned, CliError> {
         Ok(s) => s,
         Err(e) => {
             // Nothing ran, so nothing changed: close the bracket.
-            session.rollback_scan(&id)?;
+            session.rollback_watched_scan(scan)?;
             return Err(CliError::new(
                 format!("cannot run {}: {e}", args.command[0].to_string_lossy()),
                 Some("is it installed, and on PATH?".into()),
@@ -83,7 +85,7 @@ pub(crate) fn run(ctx: &Context, args: &RunArgs) -> Result<Scanned, CliError> {
         128 + status.signal().unwrap_or(0)
     });
     // Recorded even when the command failed: what it did half way is undoable.
-    let report = session.commit_scan(&id)?;
+    let report = session.commit_watched_scan(scan)?;
     Ok(Scanned {
         report,
         exit_code: Some(code),

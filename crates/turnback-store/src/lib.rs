@@ -189,7 +189,7 @@ pub use revert::{
 };
 pub use scan::{
     DEFAULT_SIZE_LIMIT, OpenScan, PathKind, ScanChange, ScanChangeKind, ScanOptions, ScanReport,
-    Unrecorded,
+    Unrecorded, WatchedScan,
 };
 pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};

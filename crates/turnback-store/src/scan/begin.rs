@@ -15,6 +15,7 @@ use crate::workspace::Workspace;
 use super::baseline::Baseline;
 use super::record::{self, Header, Record, Seen, Source};
 use super::walk;
+use super::watch::Live;
 
 /// The size above which a file a scan sees is not backed up: a change to it
 /// is reported (and an undo cannot take it back). 64 MiB.
@@ -32,6 +33,30 @@ impl Default for ScanOptions {
         ScanOptions {
             size_limit: DEFAULT_SIZE_LIMIT,
         }
+    }
+}
+
+/// A scan bracket begun in this process and watched while its command runs
+/// ([`Session::begin_watched_scan`]): its commit looks again only where the
+/// watch saw something happen, instead of walking the whole workspace. Where
+/// the platform has no watcher, or a limit stops the watch, it is a bracket
+/// like any other. Its id ends it from any process too (unwatched there).
+#[derive(Debug)]
+pub struct WatchedScan {
+    pub(crate) id: String,
+    pub(crate) live: Option<Live>,
+}
+
+impl WatchedScan {
+    /// The scan's id, as [`Session::begin_scan`] returns it.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// True while a watch covers the bracket (false where the platform has
+    /// none or a limit stopped it: the commit walks the workspace).
+    pub fn is_watched(&self) -> bool {
+        self.live.is_some()
     }
 }
 
@@ -73,6 +98,32 @@ impl Session {
         command: Option<&str>,
         opts: &ScanOptions,
     ) -> Result<String> {
+        let (id, _) = self.begin(workspace, message_id, command, opts, false)?;
+        Ok(id)
+    }
+
+    /// [`Session::begin_scan_with`], watched while the command runs (see
+    /// [`WatchedScan`]): end it with [`Session::commit_watched_scan`] or
+    /// [`Session::rollback_watched_scan`] in this process.
+    pub fn begin_watched_scan(
+        &self,
+        workspace: &Workspace,
+        message_id: &str,
+        command: Option<&str>,
+        opts: &ScanOptions,
+    ) -> Result<WatchedScan> {
+        let (id, live) = self.begin(workspace, message_id, command, opts, true)?;
+        Ok(WatchedScan { id, live })
+    }
+
+    fn begin(
+        &self,
+        workspace: &Workspace,
+        message_id: &str,
+        command: Option<&str>,
+        opts: &ScanOptions,
+        watched: bool,
+    ) -> Result<(String, Option<Live>)> {
         self.view(|_| ())?;
         self.ensure_dir()?;
         let root = workspace.root().to_owned();
@@ -90,16 +141,22 @@ impl Session {
         // stay out of submodules. So the two overlap unless the repository
         // has a `.gitmodules` (a submodule's files would be walked for
         // nothing); a gitlink without one is walked, and dropped below.
+        // A watch that cannot be made (a limit) leaves a bracket unwatched.
+        let mut watch = if watched {
+            crate::sys::DirWatch::new().ok().flatten()
+        } else {
+            None
+        };
         let (git, found) = if super::git::may_have_submodules(&root) {
             let git = super::git::read_index(&root)?;
             if let Some(g) = &git {
                 skip.extend(g.submodules.iter().map(|s| root.join(s)));
             }
-            (git, walk::list(&root, &skip)?)
+            (git, walk::list_watched(&root, &skip, &mut watch)?)
         } else {
             let (git, found) = std::thread::scope(|scope| {
                 let git = scope.spawn(|| super::git::read_index(&root));
-                let found = walk::list(&root, &skip);
+                let found = walk::list_watched(&root, &skip, &mut watch);
                 let git = git.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                 (git, found)
             });
@@ -181,9 +238,10 @@ impl Session {
             dirs: found.dirs.into_iter().map(|(d, m)| (d, Some(m))).collect(),
             skipped,
         };
-        Record::new(header, files).save(self.session_dir())?;
+        let record = Record::new(header, files);
+        record.save(self.session_dir())?;
         crate::crash::point("scan-begun");
-        Ok(id)
+        Ok((id, watch.map(|watch| Live { watch, record })))
     }
 
     /// The scan brackets open in this session, oldest first: begun and not

@@ -1,14 +1,17 @@
 //! Comparing the workspace with a scan's record: which files may have
 //! changed, by stat alone (a racy stat always counts); its directories are
-//! `dirs.rs`'s. Contents are compared later, under the files' locks.
+//! `dirs.rs`'s. Contents are compared later, under the files' locks. The
+//! workspace is walked whole, or only where a watch saw something happen
+//! (`watch.rs`).
 
-use std::collections::{BTreeSet, HashSet};
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 
 use super::record::{Record, Seen};
 use super::walk::{self, Found, Stat};
+use super::watch::Touched;
 
 /// A path whose stat is not what the record says.
 #[derive(Debug, Clone)]
@@ -25,9 +28,56 @@ pub(crate) fn compare(record: &Record, skip: &HashSet<PathBuf>) -> Result<(Found
     // (a command that edits .gitignore does not hide its own deletions).
     let also: Vec<String> = record.files.iter().map(|f| f.path.clone()).collect();
     let now = walk::walk(root, skip, &also)?;
+    let out = candidates(record.files.iter(), &now);
+    Ok((now, out))
+}
+
+/// [`compare`] where a watch saw something happen (`touched`): the
+/// directories it names listed again, the trees walked, and the files the
+/// record has there, or that a watch could not cover, or that are racy,
+/// looked at. The workspace now, where it was looked at, and the candidates.
+pub(crate) fn compare_touched(
+    record: &Record,
+    touched: &Touched,
+    skip: &HashSet<PathBuf>,
+) -> Result<(Found, Vec<Candidate>)> {
+    let root: &Path = &record.header.workspace.path;
+    let mut now = Found::default();
+    for d in &touched.dirs {
+        walk::list_into(root, &root.join(d), Some(1), skip, &mut None, &mut now)?;
+    }
+    for t in touched.outer_trees() {
+        // Only a directory its parent's listing found (not ignored, not a
+        // link) is walked.
+        if now.dirs.contains_key(t) {
+            walk::list_into(root, &root.join(t), None, skip, &mut None, &mut now)?;
+        }
+    }
+    // A file outside every watched directory: git tracks it in an ignored one.
+    let watched: HashSet<&str> = record.header.dirs.keys().map(String::as_str).collect();
+    let unwatched = |p: &str| {
+        let parent = p.rsplit_once('/').map_or("", |(d, _)| d);
+        !parent.is_empty() && !watched.contains(parent)
+    };
+    let looked_at: Vec<&Seen> = record
+        .files
+        .iter()
+        .filter(|f| f.racy || touched.covers(&f.path) || unwatched(&f.path))
+        .collect();
+    // What the record saw there is looked at even if the listing left it out
+    // (an ignore file names it, or it is outside what was listed).
+    let also: Vec<String> = looked_at.iter().map(|f| f.path.clone()).collect();
+    walk::add_also(root, &mut now, &also);
+    let out = candidates(looked_at.into_iter(), &now);
+    Ok((now, out))
+}
+
+/// The candidates among `before` (the record's files looked at) and `now`
+/// (the workspace where it was looked at), in path order.
+fn candidates<'a>(before: impl Iterator<Item = &'a Seen>, now: &Found) -> Vec<Candidate> {
     let mut out = Vec::new();
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
-    for before in &record.files {
+    let mut seen: HashSet<&str> = HashSet::new();
+    for before in before {
         seen.insert(&before.path);
         let st = now.files.get(&before.path).copied();
         if st == Some(before.stat) && !before.racy {
@@ -49,5 +99,5 @@ pub(crate) fn compare(record: &Record, skip: &HashSet<PathBuf>) -> Result<(Found
         }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok((now, out))
+    out
 }

@@ -41,8 +41,14 @@ impl DirChanges {
 }
 
 /// Compares the record's directories with the workspace's now (`now`, the
-/// walk at the commit; `root`, the workspace).
-pub(crate) fn compare(record: &Record, now: &Found, root: &Path) -> DirChanges {
+/// walk at the commit; `root`, the workspace); of the record's, only those
+/// `looked_at` (where the commit looked again: all after a whole walk).
+pub(crate) fn compare(
+    record: &Record,
+    now: &Found,
+    root: &Path,
+    looked_at: impl Fn(&str) -> bool,
+) -> DirChanges {
     let before = &record.header.dirs;
     let made = now
         .dirs
@@ -52,7 +58,7 @@ pub(crate) fn compare(record: &Record, now: &Found, root: &Path) -> DirChanges {
         .collect();
     let removed = before
         .iter()
-        .filter(|(d, _)| !now.dirs.contains_key(d.as_str()))
+        .filter(|(d, _)| looked_at(d) && !now.dirs.contains_key(d.as_str()))
         // Not listed, but maybe only ignored now: gone only if no directory
         // is there (an lstat: a link to one is not one).
         .filter(|(d, _)| !std::fs::symlink_metadata(root.join(d)).is_ok_and(|m| m.is_dir()))

@@ -27,6 +27,7 @@ use super::links;
 use super::record::{self, Header, Record, Source};
 use super::report::{self, RolledBack, ScanChangeKind, ScanReport, Unrecorded};
 use super::walk::Stat;
+use super::watch::{Live, Touched};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -75,17 +76,29 @@ impl Session {
     /// of the scan's message, all as one step (one undo takes them back),
     /// and closes the scan. [`Error::NoSuchScan`] if it is not open.
     pub fn commit_scan(&self, id: &str) -> Result<ScanReport> {
-        self.end_scan(id, End::Commit)
+        self.end_scan(id, End::Commit, None)
+    }
+
+    /// [`Session::commit_scan`] for a bracket begun watched in this process:
+    /// it looks again only where the watch saw something happen.
+    pub fn commit_watched_scan(&self, scan: super::WatchedScan) -> Result<ScanReport> {
+        self.end_scan(&scan.id, End::Commit, scan.live)
+    }
+
+    /// [`Session::rollback_scan`] for a bracket begun watched in this
+    /// process.
+    pub fn rollback_watched_scan(&self, scan: super::WatchedScan) -> Result<ScanReport> {
+        self.end_scan(&scan.id, End::Rollback, scan.live)
     }
 
     /// Rolls scan `id` back: puts every file the command changed back as it
     /// was when the scan began (a file it made is deleted) and records
     /// nothing; closes the scan.
     pub fn rollback_scan(&self, id: &str) -> Result<ScanReport> {
-        self.end_scan(id, End::Rollback)
+        self.end_scan(id, End::Rollback, None)
     }
 
-    fn end_scan(&self, id: &str, how: End) -> Result<ScanReport> {
+    fn end_scan(&self, id: &str, how: End, live: Option<Live>) -> Result<ScanReport> {
         let no_such = || Error::NoSuchScan {
             session: self.id().to_owned(),
             id: id.to_owned(),
@@ -93,7 +106,20 @@ impl Session {
         if crate::session_id::validate(id).is_err() {
             return Err(no_such());
         }
-        let rec = record::load(self.session_dir(), id, true)?.ok_or_else(no_such)?;
+        // Still open (another process may have ended it); a record kept from
+        // the beginning is not read back.
+        let dir = self.session_dir();
+        let (rec, watch) = match live {
+            Some(Live { watch, record }) => {
+                let open = record::load(dir, id, false)?.ok_or_else(no_such)?;
+                if open.header == record.header {
+                    (record, Some(watch))
+                } else {
+                    (record::load(dir, id, true)?.ok_or_else(no_such)?, None)
+                }
+            }
+            None => (record::load(dir, id, true)?.ok_or_else(no_such)?, None),
+        };
         self.check_scope(&rec.header.workspace.path)?;
         let ws = Workspace::reopen(&rec.header.workspace)?;
         let mine = |e: &Entry| e.scan.as_ref().is_some_and(|m| m.id == id);
@@ -109,8 +135,21 @@ impl Session {
             skip.insert(home);
         }
         skip.extend(rec.header.skipped.iter().map(|s| ws.root().join(s)));
-        let (now, candidates) = changes::compare(&rec, &skip)?;
-        let dirs = dirs::compare(&rec, &now, ws.root());
+        // Where the watch saw something happen, or everywhere.
+        let touched = watch.and_then(|mut w| Touched::from_events(w.drain().ok()?));
+        let (candidates, dirs) = match &touched {
+            Some(t) => {
+                let (now, candidates) = changes::compare_touched(&rec, t, &skip)?;
+                (
+                    candidates,
+                    dirs::compare(&rec, &now, ws.root(), |d| t.covers(d)),
+                )
+            }
+            None => {
+                let (now, candidates) = changes::compare(&rec, &skip)?;
+                (candidates, dirs::compare(&rec, &now, ws.root(), |_| true))
+            }
+        };
         let files: BTreeSet<PathBuf> = candidates
             .iter()
             .map(|c| c.path.as_str())

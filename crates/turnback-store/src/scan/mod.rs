@@ -9,8 +9,9 @@
 //! durable record, `begin` taking it, `changes` comparing the workspace with
 //! it (`dirs` its directories, `links` the symbolic links it does not
 //! record), `end` committing or rolling back,
-//! `refuse` what a rollback checks before it touches anything, and `report`
-//! what a scan reports.
+//! `refuse` what a rollback checks before it touches anything, `report`
+//! what a scan reports, and `watch` where a bracket watched while its
+//! command ran looks again.
 
 mod baseline;
 mod begin;
@@ -27,7 +28,10 @@ mod report;
 #[cfg(test)]
 mod tests;
 mod walk;
+mod watch;
+#[cfg(all(test, target_os = "linux"))]
+mod watch_tests;
 
 pub(crate) use baseline::{prune as prune_baselines, workspaces_of};
-pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions};
+pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions, WatchedScan};
 pub use report::{PathKind, ScanChange, ScanChangeKind, ScanReport, Unrecorded};

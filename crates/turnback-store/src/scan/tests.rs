@@ -44,7 +44,38 @@ pub(super) fn kinds(r: &crate::ScanReport) -> Vec<(String, ScanChangeKind)> {
     r.changes.iter().map(|c| (c.path.clone(), c.kind)).collect()
 }
 
-fn every_change_kind(in_git: bool) {
+/// A bracket begun (watched or not) and the way to commit it: from another
+/// handle of the session when it is not watched, as another process would.
+enum Begun {
+    Watched(Box<crate::WatchedScan>),
+    Id(String),
+}
+
+fn begin(s: &crate::Session, ws: &Workspace, watched: bool, command: Option<&str>) -> Begun {
+    if watched {
+        let scan = s
+            .begin_watched_scan(ws, "m1", command, &Default::default())
+            .unwrap();
+        assert!(scan.is_watched(), "Linux has a watcher");
+        Begun::Watched(Box::new(scan))
+    } else {
+        Begun::Id(s.begin_scan(ws, "m1", command).unwrap())
+    }
+}
+
+fn commit(s: &crate::Session, b: Begun) -> crate::ScanReport {
+    match b {
+        Begun::Watched(scan) => s.commit_watched_scan(*scan).unwrap(),
+        Begun::Id(id) => s
+            .store()
+            .open_session(s.id())
+            .unwrap()
+            .commit_scan(&id)
+            .unwrap(),
+    }
+}
+
+fn every_change_kind(in_git: bool, watched: bool) {
     let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("keep"), "keep\n").unwrap();
@@ -61,8 +92,8 @@ fn every_change_kind(in_git: bool) {
         // Edited by hand after the commit: comes back to this, not to git's.
         std::fs::write(d.join("edit"), "by hand\n").unwrap();
     }
-    let id = s.begin_scan(&ws, "m1", Some("a command")).unwrap();
-    assert_eq!(s.open_scans().unwrap()[0].id, id);
+    let b = begin(&s, &ws, watched, Some("a command"));
+    let id = s.open_scans().unwrap()[0].id.clone();
     std::fs::write(d.join("edit"), "new\n").unwrap();
     std::fs::remove_file(d.join("gone")).unwrap();
     std::fs::set_permissions(
@@ -74,8 +105,7 @@ fn every_change_kind(in_git: bool) {
     std::fs::create_dir_all(d.join("new/dir")).unwrap();
     std::fs::write(d.join("new/dir/file"), "made\n").unwrap();
     std::fs::write(d.join("ignored"), "changed, ignored\n").unwrap();
-    let other = s.store().open_session("s").unwrap();
-    let r = other.commit_scan(&id).unwrap();
+    let r = commit(&s, b);
     use ScanChangeKind::*;
     assert_eq!(
         kinds(&r),
@@ -119,13 +149,27 @@ fn every_change_kind(in_git: bool) {
 
 #[test]
 fn every_change_kind_outside_git() {
-    every_change_kind(false);
+    every_change_kind(false, false);
 }
 
 #[test]
 fn every_change_kind_in_git() {
     if has_git() {
-        every_change_kind(true);
+        every_change_kind(true, false);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn every_change_kind_watched_outside_git() {
+    every_change_kind(false, true);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn every_change_kind_watched_in_git() {
+    if has_git() {
+        every_change_kind(true, true);
     }
 }
 
@@ -196,7 +240,7 @@ fn chmod(p: &Path, mode: u32) {
 /// A file replaced by a directory tree and a directory tree by a file, an
 /// empty directory made and one removed (with an unusual mode): all found,
 /// and undo, redo and undo again give each tree back exactly.
-fn swaps_and_empty_dirs(in_git: bool) {
+fn swaps_and_empty_dirs(in_git: bool, watched: bool) {
     let (_home, dir, s, ws) = bed();
     let d = dir.path();
     std::fs::write(d.join("f"), "file\n").unwrap();
@@ -213,7 +257,7 @@ fn swaps_and_empty_dirs(in_git: bool) {
         git(d, &["commit", "-qm", "i"]);
     }
     let start = tree(d);
-    let id = s.begin_scan(&ws, "m", None).unwrap();
+    let b = begin(&s, &ws, watched, None);
     std::fs::remove_file(d.join("f")).unwrap();
     std::fs::create_dir_all(d.join("f/sub")).unwrap();
     std::fs::write(d.join("f/x"), "x\n").unwrap();
@@ -223,7 +267,7 @@ fn swaps_and_empty_dirs(in_git: bool) {
     std::fs::remove_dir(d.join("empty")).unwrap();
     std::fs::create_dir(d.join("made")).unwrap();
     let after = tree(d);
-    let r = s.commit_scan(&id).unwrap();
+    let r = commit(&s, b);
     use ScanChangeKind::*;
     assert_eq!(
         kinds(&r),
@@ -257,13 +301,27 @@ fn swaps_and_empty_dirs(in_git: bool) {
 
 #[test]
 fn swaps_and_empty_directories_undo_and_redo_outside_git() {
-    swaps_and_empty_dirs(false);
+    swaps_and_empty_dirs(false, false);
 }
 
 #[test]
 fn swaps_and_empty_directories_undo_and_redo_in_git() {
     if has_git() {
-        swaps_and_empty_dirs(true);
+        swaps_and_empty_dirs(true, false);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn swaps_and_empty_directories_watched_outside_git() {
+    swaps_and_empty_dirs(false, true);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn swaps_and_empty_directories_watched_in_git() {
+    if has_git() {
+        swaps_and_empty_dirs(true, true);
     }
 }
 

@@ -5,7 +5,7 @@
 //! `lstat`s them; it never opens a file (contents are read through the
 //! workspace capability, `workspace/`) and never follows a link.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -72,10 +72,11 @@ impl Stat {
 }
 
 /// The workspace as a scan found it: each file and symbolic link (by its
-/// `/`-separated path) and each directory, with its permission bits.
+/// `/`-separated path) and each directory, with its permission bits. Files
+/// are hashed, not ordered: tens of thousands are looked up one by one.
 #[derive(Default, Debug)]
 pub(crate) struct Found {
-    pub(crate) files: BTreeMap<String, Stat>,
+    pub(crate) files: HashMap<String, Stat>,
     pub(crate) dirs: BTreeMap<String, u32>,
 }
 
@@ -91,10 +92,53 @@ pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Res
 /// [`walk`] without `also`: what the walk itself finds.
 pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
     let mut found = Found::default();
+    list_into(root, root, None, skip, &mut None, &mut found)?;
+    Ok(found)
+}
+
+/// Lists `root`, as [`list`] does, and watches each directory it lists: the
+/// root before the walk begins, every other one as the walk reaches it,
+/// after it is opened and before it is read, so that no change to what is
+/// in it falls between the listing and the watch. `watch` becomes `None`
+/// if a watch cannot be added (a limit reached): the commit then walks.
+pub(crate) fn list_watched(
+    root: &Path,
+    skip: &HashSet<PathBuf>,
+    watch: &mut Option<sys::DirWatch>,
+) -> Result<Found> {
+    let mut found = Found::default();
+    sys::try_watch(watch, root, "");
+    list_into(root, root, None, skip, watch, &mut found)?;
+    Ok(found)
+}
+
+/// Adds to `found` what lies under `start` (a directory in `root`, itself
+/// not included) down to `depth` levels (`None`: all), as [`list`] finds it
+/// (the ignore files of `start`'s parents apply); `watch`, if any, watches
+/// each directory listed.
+pub(crate) fn list_into(
+    root: &Path,
+    start: &Path,
+    depth: Option<usize>,
+    skip: &HashSet<PathBuf>,
+    watch: &mut Option<sys::DirWatch>,
+    found: &mut Found,
+) -> Result<()> {
+    // The walker follows a link given as its start: a directory under the
+    // root is listed only if it and each directory above it is one.
+    if start != root
+        && start.strip_prefix(root).is_ok_and(|rel| {
+            let rel = rel.to_string_lossy();
+            through_a_link(root, &format!("{rel}/x"))
+        })
+    {
+        return Ok(());
+    }
     let skip_in = skip.clone();
     // One thread: on a small machine the parallel walker's threads cost more
     // (spawning, idling in work stealing) than they save on a warm cache.
-    let walker = ignore::WalkBuilder::new(root)
+    let walker = ignore::WalkBuilder::new(start)
+        .max_depth(depth)
         .hidden(false)
         .parents(true)
         .ignore(true)
@@ -132,6 +176,10 @@ pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
             }
         };
         if entry.depth() == 0 {
+            // `start` itself: gone, or not a directory, it has nothing in it.
+            if !entry.file_type().is_some_and(|t| t.is_dir()) {
+                break;
+            }
             continue;
         }
         let Some(rel) = rel_of(root, entry.path()) else {
@@ -142,12 +190,15 @@ pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
             continue;
         };
         if st.is_dir() {
+            // Read after this entry is handed out (the walker opens a
+            // directory here and reads it on the next step).
+            sys::try_watch(watch, entry.path(), &rel);
             found.dirs.insert(rel, st.perms());
         } else if st.is_file() || st.is_link() {
             found.files.insert(rel, st);
         }
     }
-    Ok(found)
+    Ok(())
 }
 
 /// The directories open on the way down to the entry the walk is at (it
@@ -272,7 +323,8 @@ mod tests {
         std::fs::write(root.join("src/a.rs"), "a").unwrap();
         std::fs::write(root.join("kept.log"), "k").unwrap();
         let found = walk(root, &HashSet::new(), &["kept.log".into()]).unwrap();
-        let files: Vec<&str> = found.files.keys().map(String::as_str).collect();
+        let mut files: Vec<&str> = found.files.keys().map(String::as_str).collect();
+        files.sort();
         assert_eq!(files, [".gitignore", ".ignore", "kept.log", "src/a.rs"]);
         assert_eq!(found.dirs.keys().collect::<Vec<_>>(), ["src"]);
     }

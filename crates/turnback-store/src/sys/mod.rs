@@ -8,3 +8,6 @@ pub(crate) use unix::*;
 
 #[cfg(not(unix))]
 compile_error!("turnback-store supports Unix for now; a `windows` module would go here");
+
+mod watch;
+pub(crate) use watch::{DirWatch, WatchEvent, try_add as try_watch};

@@ -1,0 +1,229 @@
+//! The watched commit against a whole walk: after random shell changes of
+//! every kind, the candidates and directory changes found where the watch
+//! saw something happen are exactly those a walk of the whole workspace
+//! finds, on the same record.
+
+use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::tests::{git, has_git};
+use super::watch::{Live, Touched};
+use super::{changes, dirs};
+use crate::{Store, Workspace};
+
+/// A small deterministic generator (xorshift): a failing seed replays.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// Every file, link and directory under `root` but `.git` and the ignore
+/// file (a change to it sends the commit walking: `watch.rs`'s tests).
+fn entries(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut files, mut dirs) = (Vec::new(), Vec::new());
+    let mut todo = vec![PathBuf::new()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(root.join(&d)).unwrap() {
+            let e = e.unwrap();
+            let rel = d.join(e.file_name());
+            if rel == Path::new(".git") || rel == Path::new(".gitignore") {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(rel.clone());
+                todo.push(rel);
+            } else {
+                files.push(rel);
+            }
+        }
+    }
+    files.sort();
+    dirs.sort();
+    (files, dirs)
+}
+
+/// One random shell change in `root` (`outside`: a directory on the same
+/// file system, outside the workspace); what it did, for a failure message.
+fn change(rng: &mut Rng, root: &Path, outside: &Path, n: usize) -> String {
+    let (files, dirs) = entries(root);
+    let pick = |rng: &mut Rng, v: &[PathBuf]| v.get(rng.below(v.len().max(1))).cloned();
+    let dir = pick(rng, &dirs).unwrap_or_default();
+    let file = pick(rng, &files);
+    let fresh = format!("n{n}");
+    let p = |rel: &Path| root.join(rel);
+    let what = rng.below(15);
+    match (what, file) {
+        (0, Some(f)) if !p(&f).is_symlink() => {
+            let mut text = std::fs::read(p(&f)).unwrap_or_default();
+            text.extend_from_slice(b"more\n");
+            std::fs::write(p(&f), text).unwrap();
+            format!("append {f:?}")
+        }
+        (1, Some(f)) => {
+            std::fs::remove_file(p(&f)).unwrap();
+            format!("rm {f:?}")
+        }
+        (2, Some(f)) if !p(&f).is_symlink() => {
+            let mode = std::fs::metadata(p(&f)).unwrap().permissions().mode();
+            std::fs::set_permissions(p(&f), PermissionsExt::from_mode(mode ^ 0o111)).unwrap();
+            format!("chmod {f:?}")
+        }
+        (3, Some(f)) => {
+            let to = dir.join(&fresh);
+            std::fs::rename(p(&f), p(&to)).unwrap();
+            format!("mv {f:?} {to:?}")
+        }
+        (4, Some(f)) if !p(&f).is_symlink() => {
+            std::fs::remove_file(p(&f)).unwrap();
+            std::fs::create_dir_all(p(&f).join("in")).unwrap();
+            std::fs::write(p(&f).join("in/x"), "x").unwrap();
+            format!("file {f:?} to a tree")
+        }
+        (5, Some(f)) if !p(&f).is_symlink() => {
+            let f = std::fs::File::options().write(true).open(p(&f)).unwrap();
+            f.set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
+            "touch".into()
+        }
+        (6, _) if !dir.as_os_str().is_empty() => {
+            std::fs::remove_dir_all(p(&dir)).unwrap();
+            format!("rm -r {dir:?}")
+        }
+        (7, _) if !dir.as_os_str().is_empty() => {
+            std::fs::remove_dir_all(p(&dir)).unwrap();
+            std::fs::write(p(&dir), "now a file").unwrap();
+            format!("tree {dir:?} to a file")
+        }
+        (8, _) if !dir.as_os_str().is_empty() => {
+            let mode = std::fs::metadata(p(&dir)).unwrap().permissions().mode();
+            std::fs::set_permissions(p(&dir), PermissionsExt::from_mode(mode ^ 0o020)).unwrap();
+            format!("chmod {dir:?}")
+        }
+        (9, _) if !dir.as_os_str().is_empty() => {
+            // Moved to a new name at the top (never into itself).
+            std::fs::rename(p(&dir), root.join(&fresh)).unwrap();
+            format!("mv {dir:?} {fresh}")
+        }
+        (10, _) if !dir.as_os_str().is_empty() => {
+            std::fs::rename(p(&dir), outside.join(&fresh)).unwrap();
+            format!("mv {dir:?} out")
+        }
+        (11, _) => {
+            let from = outside.join(format!("in{n}"));
+            std::fs::create_dir_all(from.join("sub")).unwrap();
+            std::fs::write(from.join("sub/y"), "y").unwrap();
+            std::fs::rename(&from, p(&dir.join(&fresh))).unwrap();
+            format!("mv a tree into {dir:?}")
+        }
+        (12, _) => {
+            std::os::unix::fs::symlink("../elsewhere", p(&dir.join(&fresh))).unwrap();
+            format!("ln -s in {dir:?}")
+        }
+        (13, _) => {
+            let d = dir.join(&fresh).join("deep");
+            std::fs::create_dir_all(p(&d)).unwrap();
+            std::fs::write(p(&d).join("z.rs"), "z").unwrap();
+            std::fs::write(p(&d).join("z.tmp"), "ignored").unwrap();
+            format!("mkdir -p {d:?}")
+        }
+        _ => {
+            let f = dir.join(format!("{fresh}.{}", ["rs", "tmp"][rng.below(2)]));
+            std::fs::write(p(&f), "new").unwrap();
+            format!("new file {f:?}")
+        }
+    }
+}
+
+/// One random bracket; true when the walk found something changed.
+fn same_as_a_walk(seed: u64, in_git: bool) -> bool {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join(".gitignore"), "*.tmp\nbuild/\n").unwrap();
+    for d in ["a/b/c", "a/d", "e", "build/out"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for f in [
+        "top.rs",
+        "a/1.rs",
+        "a/b/2.rs",
+        "a/b/c/3.rs",
+        "a/d/4.rs",
+        "e/5.rs",
+        "e/x.tmp",
+    ] {
+        std::fs::write(root.join(f), f).unwrap();
+    }
+    std::fs::write(root.join("build/out/tracked"), "tracked though ignored").unwrap();
+    if in_git {
+        git(root, &["init", "-q"]);
+        git(root, &["add", "."]);
+        git(root, &["add", "-f", "build/out/tracked"]);
+        git(root, &["commit", "-qm", "i"]);
+    }
+    // Past the file system's clock tick: nothing is racy by chance, but in
+    // every other bracket a file stamped later than the beginning (racy, as
+    // one written in its clock tick: the commit looks at it always).
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    if seed.is_multiple_of(2) {
+        let late = std::fs::File::create(root.join("a/late.rs")).unwrap();
+        let soon = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        late.set_modified(soon).unwrap();
+    }
+    let s = Store::new(home.path()).session("s").unwrap();
+    let ws = Workspace::open(root).unwrap();
+    let scan = s
+        .begin_watched_scan(&ws, "m", None, &Default::default())
+        .unwrap();
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut done = Vec::new();
+    for n in 0..1 + rng.below(8) {
+        done.push(change(&mut rng, root, outside.path(), n));
+    }
+    if in_git && rng.below(2) == 0 && root.join("build/out/tracked").is_file() {
+        std::fs::write(root.join("build/out/tracked"), "changed").unwrap();
+        done.push("write the tracked file git's ignore covers".into());
+    }
+    let Live { mut watch, record } = scan.live.expect("watched");
+    assert_eq!(record.files.iter().any(|f| f.racy), seed.is_multiple_of(2));
+    let events = watch.drain().unwrap();
+    let touched =
+        Touched::from_events(events.clone()).unwrap_or_else(|| panic!("{events:?} {done:?}"));
+    let skip = HashSet::new();
+    let (now_w, watched) = changes::compare_touched(&record, &touched, &skip).unwrap();
+    let dirs_w = dirs::compare(&record, &now_w, root, |d| touched.covers(d));
+    let (now_a, walked) = changes::compare(&record, &skip).unwrap();
+    let dirs_a = dirs::compare(&record, &now_a, root, |_| true);
+    let show = |c: &[changes::Candidate]| -> Vec<(String, Option<super::walk::Stat>)> {
+        c.iter().map(|c| (c.path.clone(), c.now)).collect()
+    };
+    let why = format!("seed {seed}, git {in_git}: {done:?}");
+    assert_eq!(show(&watched), show(&walked), "{why}");
+    assert_eq!(dirs_w.made, dirs_a.made, "{why}");
+    assert_eq!(dirs_w.removed, dirs_a.removed, "{why}");
+    assert_eq!(dirs_w.moded, dirs_a.moded, "{why}");
+    // And the commit itself goes through.
+    s.commit_scan(&record.header.id).unwrap();
+    !walked.is_empty() || !dirs_a.made.is_empty() || !dirs_a.removed.is_empty()
+}
+
+#[test]
+fn a_watched_commit_finds_what_a_walk_finds_outside_git() {
+    let changed = (1..=40).filter(|seed| same_as_a_walk(*seed, false)).count();
+    assert!(changed > 20, "most brackets change something: {changed}");
+}
+
+#[test]
+fn a_watched_commit_finds_what_a_walk_finds_in_git() {
+    if has_git() {
+        let changed = (1..=25).filter(|seed| same_as_a_walk(*seed, true)).count();
+        assert!(changed > 12, "most brackets change something: {changed}");
+    }
+}
