@@ -162,6 +162,8 @@ pub(crate) struct BaselinePaths {
     pub(crate) file: PathBuf,
     pub(crate) temp: PathBuf,
     pub(crate) blobs: PathBuf,
+    /// The cached listing of the workspace's git index.
+    pub(crate) git_index: PathBuf,
 }
 
 impl BaselinePaths {
@@ -178,6 +180,7 @@ impl BaselinePaths {
             lock: dir.join(LOCK_FILE),
             temp: temp_of(&file),
             blobs: dir.join(BLOBS_DIR),
+            git_index: dir.join("git-index"),
             file,
             dir,
         }

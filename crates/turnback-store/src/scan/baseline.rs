@@ -128,11 +128,21 @@ impl Baseline {
         Ok(sha)
     }
 
-    /// Drops what is no longer in the workspace from the listing.
-    pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
-        let before = self.files.len();
-        self.files.retain(|p, _| keep(p));
-        self.changed |= self.files.len() != before;
+    /// Drops from the listing each path `seen` (every path the scan saw)
+    /// does not yield: what is no longer in the workspace. The listing is
+    /// mostly much smaller than the workspace, so it is what is hashed.
+    pub(crate) fn retain_seen<'a>(&mut self, seen: impl Iterator<Item = &'a str>) {
+        let mut unseen: HashSet<String> = self.files.keys().cloned().collect();
+        for p in seen {
+            if unseen.is_empty() {
+                break;
+            }
+            unseen.remove(p);
+        }
+        if !unseen.is_empty() {
+            self.files.retain(|p, _| !unseen.contains(p));
+            self.changed = true;
+        }
     }
 
     /// Makes every blob stored durable (one directory sync for all), then
@@ -163,6 +173,12 @@ impl Baseline {
             Durability::MayBeLost,
         )
     }
+}
+
+/// Where the listing of `root`'s git index is cached in `home`
+/// (`git_cache.rs`): in its baseline, dropped with it.
+pub(crate) fn git_cache_of(home: &std::path::Path, root: &WorkspaceRoot) -> std::path::PathBuf {
+    BaselinePaths::new(home, &key(root)).git_index
 }
 
 /// The baseline blobs of `root` in `home`, to read a scan's backups from

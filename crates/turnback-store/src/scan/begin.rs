@@ -13,7 +13,7 @@ use crate::session::Session;
 use crate::workspace::Workspace;
 
 use super::baseline::Baseline;
-use super::record::{self, Header, Record, Seen, Source};
+use super::record::{self, Body, Header, Seen, Source};
 use super::walk;
 use super::watch::Live;
 
@@ -147,15 +147,18 @@ impl Session {
         } else {
             None
         };
+        let identity = workspace.identity();
+        let git_cache = super::baseline::git_cache_of(self.store().home(), &identity);
+        let read_git = || super::git_cache::read_index(&root, &git_cache);
         let (git, found) = if super::git::may_have_submodules(&root) {
-            let git = super::git::read_index(&root)?;
+            let git = read_git()?;
             if let Some(g) = &git {
                 skip.extend(g.submodules.iter().map(|s| root.join(s)));
             }
             (git, walk::list_watched(&root, &skip, &mut watch)?)
         } else {
             let (git, found) = std::thread::scope(|scope| {
-                let git = scope.spawn(|| super::git::read_index(&root));
+                let git = scope.spawn(read_git);
                 let found = walk::list_watched(&root, &skip, &mut watch);
                 let git = git.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                 (git, found)
@@ -167,62 +170,46 @@ impl Session {
         if let Some(g) = &git {
             skipped.extend(g.submodules.iter().cloned());
             walk::drop_under(&mut found, &skipped);
+        }
+        let mut sources = Sources {
+            session: self,
+            workspace,
+            identity: &identity,
+            clock,
+            limit: opts.size_limit,
+            stamp: git.as_ref().map_or([i64::MIN, 0], |g| g.stamp),
+            baseline: None,
+        };
+        // Each file written into the record's body as it is looked at; then
+        // what git tracks and the walk did not list (an ignore file names
+        // it), if anything.
+        let mut body = Body::default();
+        let mut tracked_seen = 0;
+        for (path, stat) in &found.files {
+            let entry = git.as_ref().and_then(|g| g.entries.get(path));
+            tracked_seen += usize::from(entry.is_some());
+            sources.add(&mut body, path, *stat, entry)?;
+        }
+        if let Some(g) = &git
+            && g.entries.len() > tracked_seen
+        {
             let tracked: Vec<String> = g
                 .entries
                 .keys()
                 .filter(|p| !found.files.contains_key(*p))
                 .cloned()
                 .collect();
-            walk::add_also(&root, &mut found, &tracked);
+            let mut also = walk::Found::default();
+            walk::add_also(&root, &mut also, &tracked);
+            for (path, stat) in &also.files {
+                sources.add(&mut body, path, *stat, g.entries.get(path))?;
+            }
         }
-        let identity = workspace.identity();
-        let mut baseline: Option<Baseline> = None;
-        let mut files = Vec::with_capacity(found.files.len());
-        for (path, stat) in &found.files {
-            let racy = stat.racy(clock);
-            let source = if stat.is_link() {
-                let target = crate::sys::link_target_bytes(&root.join(path)).unwrap_or_default();
-                Source::Link(String::from_utf8_lossy(&target).into_owned())
-            } else if let Some(e) = git
-                .as_ref()
-                .and_then(|g| Some((g.entries.get(path)?, g.stamp)))
-                .filter(|(e, stamp)| !racy && e.vouches_for(stat, *stamp))
-            {
-                Source::Git(e.0.oid.clone())
-            } else if stat.size > opts.size_limit {
-                Source::TooBig
-            } else {
-                let b = match &mut baseline {
-                    Some(b) => b,
-                    None => baseline.insert(Baseline::open(
-                        self.store().home(),
-                        &identity,
-                        self.store().options().file_lock_timeout,
-                    )?),
-                };
-                match b.lookup(path, stat).filter(|_| !racy) {
-                    Some(h) => Source::Baseline(h.to_owned()),
-                    None => {
-                        let Some(rel) = RelPath::new(path) else {
-                            continue;
-                        };
-                        match workspace.open_regular(&rel)? {
-                            // Gone meanwhile: the commit sees it as absent.
-                            None => continue,
-                            Some(mut f) => Source::Baseline(b.store(path, *stat, racy, &mut f)?),
-                        }
-                    }
-                }
-            };
-            files.push(Seen {
-                path: path.clone(),
-                stat: *stat,
-                source,
-                racy,
-            });
-        }
-        if let Some(b) = &mut baseline {
-            b.retain(|p| found.files.contains_key(p));
+        // Tens of thousands of paths and object names: freed on another
+        // thread while this one writes the record (and the command runs).
+        crate::sys::drop_elsewhere((found.files, git));
+        if let Some(b) = &mut sources.baseline {
+            b.retain_seen(body.files().filter_map(|f| Some(f.ok()?.path)));
             b.save()?;
         }
         let header = Header {
@@ -238,10 +225,16 @@ impl Session {
             dirs: found.dirs.into_iter().map(|(d, m)| (d, Some(m))).collect(),
             skipped,
         };
-        let record = Record::new(header, files);
-        record.save(self.session_dir())?;
+        record::save(self.session_dir(), &header, &body)?;
         crate::crash::point("scan-begun");
-        Ok((id, watch.map(|watch| Live { watch, record })))
+        Ok((
+            id,
+            watch.map(|watch| Live {
+                watch,
+                header,
+                body,
+            }),
+        ))
     }
 
     /// The scan brackets open in this session, oldest first: begun and not
@@ -261,5 +254,77 @@ impl Session {
             }
         }
         Ok(open)
+    }
+}
+
+/// Where each file's contents at the beginning are: git's object for a clean
+/// tracked file, else the workspace's baseline (opened, under its lock, at
+/// the first file that needs it), or nowhere (a link, a file over the limit).
+struct Sources<'a> {
+    session: &'a Session,
+    workspace: &'a Workspace,
+    identity: &'a crate::index::WorkspaceRoot,
+    clock: [i64; 2],
+    limit: u64,
+    /// When git's index was written (its racy-entry rule).
+    stamp: [i64; 2],
+    baseline: Option<Baseline>,
+}
+
+impl Sources<'_> {
+    /// Adds the file at `path` with stat `stat` (and git's `entry` for it)
+    /// to `body`, as the record lists it; nothing when it went meanwhile.
+    fn add(
+        &mut self,
+        body: &mut Body,
+        path: &str,
+        stat: walk::Stat,
+        entry: Option<&super::git::IndexEntry>,
+    ) -> Result<()> {
+        let racy = stat.racy(self.clock);
+        if !racy
+            && !stat.is_link()
+            && let Some(e) = entry.filter(|e| e.vouches_for(&stat, self.stamp))
+        {
+            body.push_git(path, &stat, &e.oid);
+            return Ok(());
+        }
+        let source = if stat.is_link() {
+            let at = self.workspace.root().join(path);
+            let target = crate::sys::link_target_bytes(&at).unwrap_or_default();
+            Source::Link(String::from_utf8_lossy(&target).into_owned())
+        } else if stat.size > self.limit {
+            Source::TooBig
+        } else {
+            let store = self.session.store();
+            let b = match &mut self.baseline {
+                Some(b) => b,
+                None => self.baseline.insert(Baseline::open(
+                    store.home(),
+                    self.identity,
+                    store.options().file_lock_timeout,
+                )?),
+            };
+            match b.lookup(path, &stat).filter(|_| !racy) {
+                Some(h) => Source::Baseline(h.to_owned()),
+                None => {
+                    let Some(rel) = RelPath::new(path) else {
+                        return Ok(());
+                    };
+                    match self.workspace.open_regular(&rel)? {
+                        // Gone meanwhile: the commit sees it as absent.
+                        None => return Ok(()),
+                        Some(mut f) => Source::Baseline(b.store(path, stat, racy, &mut f)?),
+                    }
+                }
+            }
+        };
+        body.push(&Seen {
+            path: path.to_owned(),
+            stat,
+            source,
+            racy,
+        });
+        Ok(())
     }
 }

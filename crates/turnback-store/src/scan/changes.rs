@@ -7,9 +7,9 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
-use super::record::{Record, Seen};
+use super::record::{Body, Header, Record, Seen};
 use super::walk::{self, Found, Stat};
 use super::watch::Touched;
 
@@ -37,11 +37,12 @@ pub(crate) fn compare(record: &Record, skip: &HashSet<PathBuf>) -> Result<(Found
 /// record has there, or that a watch could not cover, or that are racy,
 /// looked at. The workspace now, where it was looked at, and the candidates.
 pub(crate) fn compare_touched(
-    record: &Record,
+    header: &Header,
+    body: &Body,
     touched: &Touched,
     skip: &HashSet<PathBuf>,
 ) -> Result<(Found, Vec<Candidate>)> {
-    let root: &Path = &record.header.workspace.path;
+    let root: &Path = &header.workspace.path;
     let mut now = Found::default();
     for d in &touched.dirs {
         walk::list_into(root, &root.join(d), Some(1), skip, &mut None, &mut now)?;
@@ -54,21 +55,26 @@ pub(crate) fn compare_touched(
         }
     }
     // A file outside every watched directory: git tracks it in an ignored one.
-    let watched: HashSet<&str> = record.header.dirs.keys().map(String::as_str).collect();
+    let watched: HashSet<&str> = header.dirs.keys().map(String::as_str).collect();
     let unwatched = |p: &str| {
         let parent = p.rsplit_once('/').map_or("", |(d, _)| d);
         !parent.is_empty() && !watched.contains(parent)
     };
-    let looked_at: Vec<&Seen> = record
-        .files
-        .iter()
-        .filter(|f| f.racy || touched.covers(&f.path) || unwatched(&f.path))
-        .collect();
+    let mut looked_at: Vec<Seen> = Vec::new();
+    for f in body.files() {
+        let f = f.map_err(|why| Error::ScanFailed {
+            path: root.to_owned(),
+            reason: format!("damaged scan record: {why}"),
+        })?;
+        if f.racy || touched.covers(f.path) || unwatched(f.path) {
+            looked_at.push(f.to_seen());
+        }
+    }
     // What the record saw there is looked at even if the listing left it out
     // (an ignore file names it, or it is outside what was listed).
     let also: Vec<String> = looked_at.iter().map(|f| f.path.clone()).collect();
     walk::add_also(root, &mut now, &also);
-    let out = candidates(looked_at.into_iter(), &now);
+    let out = candidates(looked_at.iter(), &now);
     Ok((now, out))
 }
 

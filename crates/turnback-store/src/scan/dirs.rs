@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::index::FileState;
 
-use super::record::Record;
+use super::record::Header;
 use super::walk::Found;
 
 /// The directories that changed, by path.
@@ -44,12 +44,12 @@ impl DirChanges {
 /// walk at the commit; `root`, the workspace); of the record's, only those
 /// `looked_at` (where the commit looked again: all after a whole walk).
 pub(crate) fn compare(
-    record: &Record,
+    record: &Header,
     now: &Found,
     root: &Path,
     looked_at: impl Fn(&str) -> bool,
 ) -> DirChanges {
-    let before = &record.header.dirs;
+    let before = &record.dirs;
     let made = now
         .dirs
         .iter()

@@ -109,11 +109,15 @@ impl Session {
         // Still open (another process may have ended it); a record kept from
         // the beginning is not read back.
         let dir = self.session_dir();
-        let (rec, watch) = match live {
-            Some(Live { watch, record }) => {
+        let (mut rec, watched) = match live {
+            Some(Live {
+                watch,
+                header,
+                body,
+            }) => {
                 let open = record::load(dir, id, false)?.ok_or_else(no_such)?;
-                if open.header == record.header {
-                    (record, Some(watch))
+                if open.header == header {
+                    (open, Some((watch, body)))
                 } else {
                     (record::load(dir, id, true)?.ok_or_else(no_such)?, None)
                 }
@@ -135,19 +139,25 @@ impl Session {
             skip.insert(home);
         }
         skip.extend(rec.header.skipped.iter().map(|s| ws.root().join(s)));
-        // Where the watch saw something happen, or everywhere.
-        let touched = watch.and_then(|mut w| Touched::from_events(w.drain().ok()?));
+        // Where the watch saw something happen, or everywhere. Only the
+        // header was read back for a bracket watched here.
+        let whole = watched.is_none();
+        let touched =
+            watched.and_then(|(mut w, body)| Some((Touched::from_events(w.drain().ok()?)?, body)));
         let (candidates, dirs) = match &touched {
-            Some(t) => {
-                let (now, candidates) = changes::compare_touched(&rec, t, &skip)?;
-                (
-                    candidates,
-                    dirs::compare(&rec, &now, ws.root(), |d| t.covers(d)),
-                )
+            Some((t, body)) => {
+                let (now, candidates) = changes::compare_touched(&rec.header, body, t, &skip)?;
+                let dirs = dirs::compare(&rec.header, &now, ws.root(), |d| t.covers(d));
+                (candidates, dirs)
             }
             None => {
+                // Not watched, or the watch cannot say: the whole record.
+                if !whole {
+                    rec = record::load(dir, id, true)?.ok_or_else(no_such)?;
+                }
                 let (now, candidates) = changes::compare(&rec, &skip)?;
-                (candidates, dirs::compare(&rec, &now, ws.root(), |_| true))
+                let dirs = dirs::compare(&rec.header, &now, ws.root(), |_| true);
+                (candidates, dirs)
             }
         };
         let files: BTreeSet<PathBuf> = candidates

@@ -7,7 +7,7 @@
 //! read-only questions `git` answers in milliseconds, and it is `git`'s own
 //! reading of its index (and its filters) that must agree with the work tree.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -58,7 +58,7 @@ fn failed(root: &Path, what: &str, why: impl std::fmt::Display) -> Error {
 /// directory above, a directory (its `index`) or, for a worktree or a
 /// submodule, a file naming the git directory. Only stat'ed, for git's own
 /// racy-entry rule: nothing in `.git` is read but that pointer file.
-fn index_file(root: &Path) -> Option<PathBuf> {
+pub(crate) fn index_file(root: &Path) -> Option<PathBuf> {
     for dir in root.ancestors() {
         let dot = dir.join(".git");
         let Ok(md) = std::fs::symlink_metadata(&dot) else {
@@ -117,7 +117,7 @@ const STAT_FIELDS: [&str; 4] = ["mtime", "ctime", "size", "ino"];
 /// `<mode> <oid> <stage>\t<path>\0` then five lines of stat data, per entry.
 fn parse_ls_files(out: &[u8]) -> std::result::Result<Parsed, String> {
     // About 150 bytes of output per entry.
-    let mut entries = HashMap::with_capacity(out.len() / 150);
+    let mut entries = HashMap::with_capacity_and_hasher(out.len() / 150, Default::default());
     let mut submodules = Vec::new();
     let mut rest = out;
     while !rest.is_empty() {

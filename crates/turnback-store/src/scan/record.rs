@@ -1,12 +1,14 @@
 //! A scan bracket's record, `sessions/<id>/scans/<scan>.jsonl`: what every
 //! file in scope was when the bracket began, and where its contents are. One
-//! header line, then a line per file. Written durably (through a temporary,
+//! JSON header line, then every file, in a binary body since format 3 (a
+//! JSON line each before: tens of thousands of them took most of the time
+//! a beginning spent writing, and four times the bytes). Written durably (through a temporary,
 //! synced) before the command runs, so a bracket begun in one process can be
 //! committed or rolled back in another, or after a crash; removed when the
 //! bracket ends.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -17,11 +19,13 @@ use crate::error::{Error, Result};
 use crate::index::WorkspaceRoot;
 use crate::layout::SessionDir;
 
+use super::bytes::{Reader, is_hex, put};
 use super::walk::Stat;
 
 /// The format of a scan record this build writes (and the newest it reads).
-/// Format 1 listed the directories by name only (their modes unknown).
-pub(crate) const FORMAT: u64 = 2;
+/// Format 1 listed the directories by name only (their modes unknown);
+/// formats 1 and 2 wrote each file as a JSON line.
+pub(crate) const FORMAT: u64 = 3;
 
 /// Where a file's contents at the bracket's beginning are.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -99,24 +103,149 @@ pub(crate) struct Record {
     pub(crate) files: Vec<Seen>,
 }
 
-impl Record {
-    pub(crate) fn new(header: Header, files: Vec<Seen>) -> Record {
-        Record { header, files }
+/// Writes a record (`header`, then the files in `body`) durably into the
+/// session's `scans/`.
+pub(crate) fn save(dir: &SessionDir, header: &Header, body: &Body) -> Result<()> {
+    let scans = dir.scans_path();
+    crate::sys::create_store_dir_all(&scans).map_err(Error::io("create directory", &scans))?;
+    let mut bytes = serde_json::to_vec(header).expect("serializes");
+    bytes.push(b'\n');
+    bytes.extend_from_slice(&body.0);
+    let (path, temp) = dir.scan_paths(&header.id);
+    durable::replace(&path, &temp, &bytes, Durability::Full)
+}
+
+/// A record's files as written since format 3: per file, its path, its
+/// stat, whether it is racy and its source, each number little-endian, each
+/// string after its length. Read a file at a time, in place: a bracket
+/// begun in this process keeps it for its commit (one allocation, where a
+/// file each would be tens of thousands to make and to free).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Body(Vec<u8>);
+
+/// The kinds of [`Source`], as a body writes them.
+const GIT: u8 = 0;
+const BASELINE: u8 = 1;
+const LINK: u8 = 2;
+const TOO_BIG: u8 = 3;
+
+/// One file of a [`Body`], borrowed from it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SeenRef<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) stat: Stat,
+    pub(crate) racy: bool,
+    kind: u8,
+    value: &'a str,
+}
+
+impl SeenRef<'_> {
+    pub(crate) fn to_seen(self) -> Seen {
+        let value = self.value.to_owned();
+        let source = match self.kind {
+            GIT => Source::Git(value),
+            BASELINE => Source::Baseline(value),
+            LINK => Source::Link(value),
+            _ => Source::TooBig,
+        };
+        Seen {
+            path: self.path.to_owned(),
+            stat: self.stat,
+            source,
+            racy: self.racy,
+        }
+    }
+}
+
+impl Body {
+    /// Appends `f`.
+    pub(crate) fn push(&mut self, f: &Seen) {
+        let (kind, value) = match &f.source {
+            Source::Git(oid) => (GIT, oid.as_str()),
+            Source::Baseline(sha) => (BASELINE, sha.as_str()),
+            Source::Link(target) => (LINK, target.as_str()),
+            Source::TooBig => (TOO_BIG, ""),
+        };
+        self.push_parts(&f.path, &f.stat, f.racy, kind, value);
     }
 
-    /// Writes the record durably into the session's `scans/`.
-    pub(crate) fn save(&self, dir: &SessionDir) -> Result<()> {
-        let scans = dir.scans_path();
-        crate::sys::create_store_dir_all(&scans).map_err(Error::io("create directory", &scans))?;
-        let mut bytes = serde_json::to_vec(&self.header).expect("serializes");
-        bytes.push(b'\n');
-        for f in &self.files {
-            serde_json::to_writer(&mut bytes, f).expect("serializes");
-            bytes.push(b'\n');
-        }
-        let (path, temp) = dir.scan_paths(&self.header.id);
-        durable::replace(&path, &temp, &bytes, Durability::Full)
+    /// Appends the file at `path` whose contents are git's object `oid`,
+    /// without making a [`Seen`] of it (most files of a beginning are).
+    pub(crate) fn push_git(&mut self, path: &str, stat: &Stat, oid: &str) {
+        self.push_parts(path, stat, false, GIT, oid);
     }
+
+    fn push_parts(&mut self, path: &str, stat: &Stat, racy: bool, kind: u8, value: &str) {
+        let out = &mut self.0;
+        put(out, path.as_bytes());
+        out.extend_from_slice(&stat.mode.to_le_bytes());
+        let numbers = [stat.size as i64]
+            .into_iter()
+            .chain(stat.times)
+            .chain([stat.ino as i64]);
+        for v in numbers {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&[u8::from(racy), kind]);
+        put(out, value.as_bytes());
+    }
+
+    /// Every file, in the order written; an `Err` (why) where the bytes are
+    /// not a file of this format, and nothing after it.
+    pub(crate) fn files(&self) -> impl Iterator<Item = std::result::Result<SeenRef<'_>, String>> {
+        let mut r = Reader(&self.0);
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if failed || r.is_empty() {
+                return None;
+            }
+            let one = one(&mut r).unwrap_or_else(|| Err("a file cut short".into()));
+            failed = one.is_err();
+            Some(one)
+        })
+    }
+
+    /// Every file, owned, each object name checked (the body was read from
+    /// disk: a body this process wrote is only read in place).
+    pub(crate) fn to_files(&self) -> std::result::Result<Vec<Seen>, String> {
+        self.files()
+            .map(|f| {
+                let f = f?;
+                if (f.kind == GIT || f.kind == BASELINE) && !is_hex(f.value) {
+                    return Err(format!("an object name {:?} that is not hex", f.value));
+                }
+                Ok(f.to_seen())
+            })
+            .collect()
+    }
+}
+
+fn one<'a>(r: &mut Reader<'a>) -> Option<std::result::Result<SeenRef<'a>, String>> {
+    let path = r.text()?;
+    let mode = r.u32()?;
+    let mut n = [0i64; 6];
+    for v in &mut n {
+        *v = r.i64()?;
+    }
+    let flags = r.take(2)?;
+    let (racy, kind) = (flags[0] == 1, flags[1]);
+    let value = r.text()?;
+    if kind > TOO_BIG {
+        return Some(Err(format!("a source of kind {kind}")));
+    }
+    let stat = Stat {
+        mode,
+        size: n[0] as u64,
+        times: [n[1], n[2], n[3], n[4]],
+        ino: n[5] as u64,
+    };
+    Some(Ok(SeenRef {
+        path,
+        stat,
+        racy,
+        kind,
+        value,
+    }))
 }
 
 fn corrupt(path: &Path, why: impl std::fmt::Display) -> Error {
@@ -135,11 +264,14 @@ pub(crate) fn load(dir: &SessionDir, id: &str, whole: bool) -> Result<Option<Rec
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(crate::trust::store_io("open", &path)(e)),
     };
-    let mut lines = BufReader::new(file).lines();
-    let first = lines
-        .next()
-        .ok_or_else(|| corrupt(&path, "empty"))?
+    let mut reader = BufReader::new(file);
+    let mut first = String::new();
+    reader
+        .read_line(&mut first)
         .map_err(Error::io("read", &path))?;
+    if first.is_empty() {
+        return Err(corrupt(&path, "empty"));
+    }
     let header: Header = serde_json::from_str(&first).map_err(|e| corrupt(&path, e))?;
     if !(1..=FORMAT).contains(&header.format) || header.id != id {
         return Err(corrupt(&path, "not a scan record of this format and id"));
@@ -155,15 +287,24 @@ pub(crate) fn load(dir: &SessionDir, id: &str, whole: bool) -> Result<Option<Rec
         return Err(corrupt(&path, format!("an unsafe directory {d:?}")));
     }
     let mut files = Vec::new();
-    if whole {
-        for line in lines {
+    if whole && header.format >= 3 {
+        let mut bytes = Vec::new();
+        reader
+            .read_to_end(&mut bytes)
+            .map_err(Error::io("read", &path))?;
+        files = Body(bytes).to_files().map_err(|why| corrupt(&path, why))?;
+    } else if whole {
+        for line in reader.lines() {
             let line = line.map_err(Error::io("read", &path))?;
             let seen: Seen = serde_json::from_str(&line).map_err(|e| corrupt(&path, e))?;
-            if !crate::relpath::is_relative_path(&seen.path) {
-                return Err(corrupt(&path, format!("an unsafe path {:?}", seen.path)));
-            }
             files.push(seen);
         }
+    }
+    if let Some(f) = files
+        .iter()
+        .find(|f| !crate::relpath::is_relative_path(&f.path))
+    {
+        return Err(corrupt(&path, format!("an unsafe path {:?}", f.path)));
     }
     Ok(Some(Record { header, files }))
 }

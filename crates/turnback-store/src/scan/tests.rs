@@ -27,7 +27,7 @@ pub(super) fn has_git() -> bool {
 /// A store home, a workspace directory, a session "s" of that store and
 /// the workspace opened: what every test here starts from (the files are
 /// made after; the workspace sees them).
-fn bed() -> (
+pub(super) fn bed() -> (
     tempfile::TempDir,
     tempfile::TempDir,
     crate::Session,

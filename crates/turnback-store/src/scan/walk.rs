@@ -5,8 +5,11 @@
 //! `lstat`s them; it never opens a file (contents are read through the
 //! workspace capability, `workspace/`) and never follows a link.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
+
+use foldhash::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -97,9 +100,9 @@ pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
 }
 
 /// Lists `root`, as [`list`] does, and watches each directory it lists: the
-/// root before the walk begins, every other one as the walk reaches it,
-/// after it is opened and before it is read, so that no change to what is
-/// in it falls between the listing and the watch. `watch` becomes `None`
+/// root before the walk begins, every other one when the walk decides to
+/// enter it, before it is read, so that no change to what is in it falls
+/// between the listing and the watch. `watch` becomes `None`
 /// if a watch cannot be added (a limit reached): the commit then walks.
 pub(crate) fn list_watched(
     root: &Path,
@@ -116,6 +119,11 @@ pub(crate) fn list_watched(
 /// not included) down to `depth` levels (`None`: all), as [`list`] finds it
 /// (the ignore files of `start`'s parents apply); `watch`, if any, watches
 /// each directory listed.
+///
+/// A whole walk runs on every core (two threads halve it on a warm cache,
+/// where the lstats are most of the time); a listing one level deep runs on
+/// one. Each directory is watched when the walker decides to enter it,
+/// before it is read (the filter sees it first).
 pub(crate) fn list_into(
     root: &Path,
     start: &Path,
@@ -134,11 +142,17 @@ pub(crate) fn list_into(
     {
         return Ok(());
     }
+    let threads = match depth {
+        Some(_) => 1,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+    };
     let skip_in = skip.clone();
-    // One thread: on a small machine the parallel walker's threads cost more
-    // (spawning, idling in work stealing) than they save on a warm cache.
+    let shared_watch = Arc::new(Mutex::new(watch.take()));
+    let filter_watch = Arc::clone(&shared_watch);
+    let filter_root = root.to_owned();
     let walker = ignore::WalkBuilder::new(start)
         .max_depth(depth)
+        .threads(threads)
         .hidden(false)
         .parents(true)
         .ignore(true)
@@ -150,14 +164,97 @@ pub(crate) fn list_into(
         .follow_links(false)
         .filter_entry(move |e| {
             let name = e.file_name();
+            let is_dir = e.file_type().is_some_and(|t| t.is_dir());
             // Only directories are skipped: no hashing of every file's path.
-            name != ".git"
+            let keep = name != ".git"
                 && !name.to_str().is_some_and(is_temp_name)
-                && !(e.file_type().is_some_and(|t| t.is_dir()) && skip_in.contains(e.path()))
+                && !(is_dir && skip_in.contains(e.path()));
+            if keep && is_dir {
+                let mut w = filter_watch.lock().unwrap_or_else(|p| p.into_inner());
+                if w.is_some()
+                    && let Some(rel) = rel_of(&filter_root, e.path())
+                {
+                    sys::try_watch(&mut w, e.path(), &rel);
+                }
+            }
+            keep
         })
-        .build();
-    let mut parents = Parents::default();
-    for entry in walker {
+        .build_parallel();
+    let parts = Mutex::new(Vec::new());
+    walker.visit(&mut Collect {
+        root,
+        parts: &parts,
+    });
+    *watch = Arc::try_unwrap(shared_watch)
+        .ok()
+        .and_then(|m| m.into_inner().ok())
+        .flatten();
+    let parts = parts.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut error = None;
+    for part in parts {
+        let Part {
+            files,
+            dirs,
+            error: e,
+        } = part;
+        found.files.extend(files);
+        found.dirs.extend(dirs);
+        error = error.or(e);
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// What one walker thread found, merged when the walk is over.
+#[derive(Default)]
+struct Part {
+    files: Vec<(String, Stat)>,
+    dirs: Vec<(String, u32)>,
+    error: Option<Error>,
+}
+
+/// Makes each walker thread's visitor.
+struct Collect<'a> {
+    root: &'a Path,
+    parts: &'a Mutex<Vec<Part>>,
+}
+
+impl<'s, 'a: 's> ignore::ParallelVisitorBuilder<'s> for Collect<'a> {
+    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
+        Box::new(Visit {
+            root: self.root,
+            parts: self.parts,
+            part: Part::default(),
+            parent: Parent::default(),
+        })
+    }
+}
+
+/// One walker thread's visitor: its own findings, handed in when it ends.
+struct Visit<'a> {
+    root: &'a Path,
+    parts: &'a Mutex<Vec<Part>>,
+    part: Part,
+    parent: Parent,
+}
+
+impl Drop for Visit<'_> {
+    fn drop(&mut self) {
+        let part = std::mem::take(&mut self.part);
+        self.parts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(part);
+    }
+}
+
+impl ignore::ParallelVisitor for Visit<'_> {
+    fn visit(
+        &mut self,
+        entry: std::result::Result<ignore::DirEntry, ignore::Error>,
+    ) -> ignore::WalkState {
         let entry = match entry {
             Ok(e) => e,
             // A directory vanishing under the walk is a change the commit
@@ -166,73 +263,66 @@ pub(crate) fn list_into(
                 if e.io_error()
                     .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
             {
-                continue;
+                return ignore::WalkState::Continue;
             }
             Err(e) => {
-                return Err(Error::ScanFailed {
-                    path: root.to_owned(),
+                self.part.error = Some(Error::ScanFailed {
+                    path: self.root.to_owned(),
                     reason: e.to_string(),
                 });
+                return ignore::WalkState::Quit;
             }
         };
         if entry.depth() == 0 {
             // `start` itself: gone, or not a directory, it has nothing in it.
             if !entry.file_type().is_some_and(|t| t.is_dir()) {
-                break;
+                return ignore::WalkState::Skip;
             }
-            continue;
+            return ignore::WalkState::Continue;
         }
-        let Some(rel) = rel_of(root, entry.path()) else {
-            continue;
+        let Some(rel) = rel_of(self.root, entry.path()) else {
+            return ignore::WalkState::Continue;
         };
         // An lstat (links are not followed), by name in its directory.
-        let Some(st) = parents.stat(entry.path()) else {
-            continue;
+        let Some(st) = self.parent.stat(entry.path()) else {
+            return ignore::WalkState::Continue;
         };
         if st.is_dir() {
-            // Read after this entry is handed out (the walker opens a
-            // directory here and reads it on the next step).
-            sys::try_watch(watch, entry.path(), &rel);
-            found.dirs.insert(rel, st.perms());
+            self.part.dirs.push((rel, st.perms()));
         } else if st.is_file() || st.is_link() {
-            found.files.insert(rel, st);
+            self.part.files.push((rel, st));
         }
+        ignore::WalkState::Continue
     }
-    Ok(())
 }
 
-/// The directories open on the way down to the entry the walk is at (it
-/// goes depth first), so that each entry is stat'ed by its name in its
-/// directory instead of by a path the kernel walks from the root again.
+/// The directory of the last entry a thread stat'ed, kept open: a thread
+/// takes a directory's entries mostly one after another, so each is
+/// stat'ed by its name in its directory instead of by a path the kernel
+/// walks from the root again.
 #[derive(Default)]
-struct Parents {
-    open: Vec<(PathBuf, std::os::fd::OwnedFd)>,
+struct Parent {
+    open: Option<(PathBuf, std::os::fd::OwnedFd)>,
 }
 
-impl Parents {
+impl Parent {
     /// The entry at `path`, as an lstat gives it; `None` when it is gone.
     fn stat(&mut self, path: &Path) -> Option<Stat> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return None;
         };
-        while self
-            .open
-            .last()
-            .is_some_and(|(p, _)| !parent.starts_with(p))
-        {
-            self.open.pop();
-        }
-        if self.open.last().is_none_or(|(p, _)| p != parent) {
+        if self.open.as_ref().is_none_or(|(p, _)| p != parent) {
             match sys::open_scan_dir(parent) {
-                Ok(fd) => self.open.push((parent.to_owned(), fd)),
+                Ok(fd) => self.open = Some((parent.to_owned(), fd)),
                 // Gone, or no longer a directory: the path tells.
                 Err(_) => {
+                    self.open = None;
                     let md = std::fs::symlink_metadata(path).ok()?;
                     return Some(Stat::of(&md));
                 }
             }
         }
-        let (_, dir) = self.open.last().expect("pushed");
+        let (_, dir) = self.open.as_ref().expect("opened");
         sys::scan_stat_at(dir, name).ok().map(Stat::from_parts)
     }
 }

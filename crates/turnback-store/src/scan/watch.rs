@@ -20,14 +20,15 @@ use std::collections::BTreeSet;
 
 use crate::sys::{DirWatch, WatchEvent};
 
-use super::record::Record;
+use super::record::{Body, Header};
 
 /// What a bracket begun in this process keeps for its commit: the watch and
 /// the record it wrote (so the commit need not read it back).
 #[derive(Debug)]
 pub(crate) struct Live {
     pub(crate) watch: DirWatch,
-    pub(crate) record: Record,
+    pub(crate) header: Header,
+    pub(crate) body: Body,
 }
 
 /// Where the events say something happened.

@@ -191,16 +191,24 @@ fn same_as_a_walk(seed: u64, in_git: bool) -> bool {
         std::fs::write(root.join("build/out/tracked"), "changed").unwrap();
         done.push("write the tracked file git's ignore covers".into());
     }
-    let Live { mut watch, record } = scan.live.expect("watched");
+    let Live {
+        mut watch,
+        header,
+        body,
+    } = scan.live.expect("watched");
+    let record = super::record::Record {
+        header: header.clone(),
+        files: body.to_files().unwrap(),
+    };
     assert_eq!(record.files.iter().any(|f| f.racy), seed.is_multiple_of(2));
     let events = watch.drain().unwrap();
     let touched =
         Touched::from_events(events.clone()).unwrap_or_else(|| panic!("{events:?} {done:?}"));
     let skip = HashSet::new();
-    let (now_w, watched) = changes::compare_touched(&record, &touched, &skip).unwrap();
-    let dirs_w = dirs::compare(&record, &now_w, root, |d| touched.covers(d));
+    let (now_w, watched) = changes::compare_touched(&header, &body, &touched, &skip).unwrap();
+    let dirs_w = dirs::compare(&header, &now_w, root, |d| touched.covers(d));
     let (now_a, walked) = changes::compare(&record, &skip).unwrap();
-    let dirs_a = dirs::compare(&record, &now_a, root, |_| true);
+    let dirs_a = dirs::compare(&header, &now_a, root, |_| true);
     let show = |c: &[changes::Candidate]| -> Vec<(String, Option<super::walk::Stat>)> {
         c.iter().map(|c| (c.path.clone(), c.now)).collect()
     };

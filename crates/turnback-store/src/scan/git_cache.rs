@@ -1,0 +1,260 @@
+//! What `git ls-files` last said of a workspace's index, kept in its
+//! baseline (`baselines/<key>/git-index`) and used again while the index
+//! file is the same file with the same stat: running git and parsing its
+//! listing is most of a scan's beginning in a large repository, and it
+//! would run on the core the walk wants.
+//!
+//! The index is never read here; only its stat is compared (git writes a
+//! new index file each time it changes one). A cache that does not parse,
+//! names a path that is not relative or an object that is not hex, or was
+//! made with other `GIT_*` settings is not used; git is asked again. Even a
+//! stale entry cannot vouch for a file that changed: it vouches only for the
+//! stat it lists, the stat git saw when it hashed the object it names.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+
+use super::bytes::{Reader, is_hex, put};
+use super::git::{self, GitIndex, IndexEntry};
+use super::walk::Stat;
+
+const MAGIC: &[u8] = b"turnback git index cache 1\n";
+
+/// The git settings that make `ls-files` read another index: with any set,
+/// no cache is used.
+const GIT_ENV: [&str; 4] = [
+    "GIT_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+];
+
+/// What tells one index file from another: its stat (inode, size,
+/// modification and change times).
+pub(crate) type Key = [i64; 6];
+
+/// [`read_index`], or what it said last time while the index file is the
+/// same, cached at `cache`.
+pub(crate) fn read_index(root: &Path, cache: &Path) -> Result<Option<GitIndex>> {
+    let key = key_of(git::index_file(root).as_deref());
+    if let Some(k) = key
+        && let Some(g) = load(cache, k)
+    {
+        return Ok(Some(g));
+    }
+    let git = git::read_index(root)?;
+    if let (Some(k), Some(g)) = (key, &git)
+        // Kept only if the index did not change while git read it.
+        && key_of(git::index_file(root).as_deref()) == Some(k)
+    {
+        save(cache, k, g);
+    }
+    Ok(git)
+}
+
+/// The key of the index file at `index`, if it is there and no `GIT_*`
+/// setting points elsewhere.
+pub(crate) fn key_of(index: Option<&Path>) -> Option<Key> {
+    if GIT_ENV.iter().any(|v| std::env::var_os(v).is_some()) {
+        return None;
+    }
+    let md = std::fs::symlink_metadata(index?).ok()?;
+    let st = Stat::of(&md);
+    Some([
+        st.ino as i64,
+        st.size as i64,
+        st.times[0],
+        st.times[1],
+        st.times[2],
+        st.times[3],
+    ])
+}
+
+/// The listing cached at `path` for the index with `key`, if it is that one.
+pub(crate) fn load(path: &Path, key: Key) -> Option<GitIndex> {
+    let mut bytes = Vec::new();
+    crate::trust::open_read(path)
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let mut r = Reader(bytes.strip_prefix(MAGIC)?);
+    for k in key {
+        if r.i64()? != k {
+            return None;
+        }
+    }
+    let stamp = [r.i64()?, r.i64()?];
+    let mut submodules = Vec::new();
+    for _ in 0..r.u32()? {
+        submodules.push(path_of(&mut r)?);
+    }
+    let n = r.u32()? as usize;
+    let mut entries =
+        foldhash::HashMap::with_capacity_and_hasher(n.min(1 << 20), Default::default());
+    for _ in 0..n {
+        let path = path_of(&mut r)?;
+        let mode = r.u32()?;
+        let oid = r.text()?;
+        if !is_hex(oid) {
+            return None;
+        }
+        let oid = oid.to_owned();
+        let size = r.i64()? as u64;
+        let times = [r.i64()?, r.i64()?, r.i64()?, r.i64()?];
+        let ino = r.i64()? as u64;
+        entries.insert(
+            path,
+            IndexEntry {
+                oid,
+                mode,
+                size,
+                times,
+                ino,
+            },
+        );
+    }
+    if !r.is_empty() {
+        return None;
+    }
+    Some(GitIndex {
+        entries,
+        submodules,
+        stamp,
+    })
+}
+
+/// Caches `index`, read from the index file with `key`, at `path`: through
+/// a temporary of this process, renamed into place, not synced (a cache lost
+/// is built again). A failure is ignored: git is only asked again.
+pub(crate) fn save(path: &Path, key: Key, index: &GitIndex) {
+    let mut out = Vec::with_capacity(MAGIC.len() + 96 * index.entries.len());
+    out.extend_from_slice(MAGIC);
+    for k in key.iter().chain(&index.stamp) {
+        out.extend_from_slice(&k.to_le_bytes());
+    }
+    out.extend_from_slice(&(index.submodules.len() as u32).to_le_bytes());
+    for s in &index.submodules {
+        put(&mut out, s.as_bytes());
+    }
+    out.extend_from_slice(&(index.entries.len() as u32).to_le_bytes());
+    for (path, e) in &index.entries {
+        put(&mut out, path.as_bytes());
+        out.extend_from_slice(&e.mode.to_le_bytes());
+        put(&mut out, e.oid.as_bytes());
+        for v in [e.size as i64]
+            .into_iter()
+            .chain(e.times)
+            .chain([e.ino as i64])
+        {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    let Some(dir) = path.parent() else { return };
+    let temp: PathBuf = dir.join(format!(
+        "git-index.tmp-{}-{:08x}",
+        std::process::id(),
+        crate::session_id::random_u64() as u32
+    ));
+    let written = (|| -> std::io::Result<()> {
+        crate::sys::create_store_dir_all(dir)?;
+        let mut f = crate::trust::open(
+            crate::sys::store_file_options()
+                .write(true)
+                .create_new(true),
+            &temp,
+        )?;
+        f.write_all(&out)?;
+        drop(f);
+        std::fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+}
+
+/// A path relative to the workspace, or `None`.
+fn path_of(r: &mut Reader<'_>) -> Option<String> {
+    let p = r.text()?;
+    crate::relpath::is_relative_path(p).then(|| p.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index() -> GitIndex {
+        let entry = |oid: &str| IndexEntry {
+            oid: oid.into(),
+            mode: 0o100644,
+            size: 7,
+            times: [1, 2, 3, 4],
+            ino: 9,
+        };
+        GitIndex {
+            entries: [
+                ("a/b.rs".to_owned(), entry("0123abcd")),
+                ("c".to_owned(), entry("ffff")),
+            ]
+            .into_iter()
+            .collect(),
+            submodules: vec!["sub".into()],
+            stamp: [5, 6],
+        }
+    }
+
+    #[test]
+    fn a_cache_reads_back_for_its_key_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baselines/k/git-index");
+        let key = [1, 2, 3, 4, 5, 6];
+        save(&path, key, &index());
+        let got = load(&path, key).expect("read back");
+        assert_eq!(got.stamp, [5, 6]);
+        assert_eq!(got.submodules, ["sub"]);
+        let mut paths: Vec<&String> = got.entries.keys().collect();
+        paths.sort();
+        assert_eq!(paths, ["a/b.rs", "c"]);
+        let e = &got.entries["a/b.rs"];
+        assert_eq!(
+            (e.oid.as_str(), e.mode, e.size, e.times, e.ino),
+            ("0123abcd", 0o100644, 7, [1, 2, 3, 4], 9)
+        );
+        assert!(
+            load(&path, [1, 2, 3, 4, 5, 7]).is_none(),
+            "another index file"
+        );
+        // No temporary left behind.
+        assert_eq!(
+            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_damaged_or_hostile_cache_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("git-index");
+        let key = [1, 2, 3, 4, 5, 6];
+        let mut bad = index();
+        let e = bad.entries.remove("c").unwrap();
+        bad.entries.insert("../outside".into(), e);
+        save(&path, key, &bad);
+        assert!(load(&path, key).is_none(), "a path out of the workspace");
+        let mut bad = index();
+        bad.entries.get_mut("c").unwrap().oid = "not hex".into();
+        save(&path, key, &bad);
+        assert!(load(&path, key).is_none(), "an object that is not hex");
+        save(&path, key, &index());
+        let whole = std::fs::read(&path).unwrap();
+        for cut in [1, whole.len() / 2, whole.len() - 1] {
+            std::fs::write(&path, &whole[..cut]).unwrap();
+            assert!(load(&path, key).is_none(), "cut at {cut}");
+        }
+        let mut longer = whole.clone();
+        longer.push(0);
+        std::fs::write(&path, &longer).unwrap();
+        assert!(load(&path, key).is_none(), "trailing bytes");
+    }
+}
