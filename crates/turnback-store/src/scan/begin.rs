@@ -136,11 +136,6 @@ impl Session {
         if let Ok(home) = std::fs::canonicalize(self.store().home()) {
             skip.insert(home);
         }
-        // git reads its index (another process) while the walk runs: the
-        // two are most of a beginning, and the walk needs the index only to
-        // stay out of submodules. So the two overlap unless the repository
-        // has a `.gitmodules` (a submodule's files would be walked for
-        // nothing); a gitlink without one is walked, and dropped below.
         // A watch that cannot be made (a limit) leaves a bracket unwatched.
         let mut watch = if watched {
             crate::sys::DirWatch::new().ok().flatten()
@@ -150,12 +145,39 @@ impl Session {
         let identity = workspace.identity();
         let git_cache = super::baseline::git_cache_of(self.store().home(), &identity);
         let read_git = || super::git_cache::read_index(&root, &git_cache);
-        let (git, found) = if super::git::may_have_submodules(&root) {
-            let git = read_git()?;
+        // With git's listing cached for its index as it is (the common
+        // case), the listing is read first, in milliseconds, and each clean
+        // tracked file is written into the record by the walker's thread
+        // that finds it. Else git reads its index while the walk runs, unless
+        // the repository has a `.gitmodules` (a submodule's files would be
+        // walked for nothing); a gitlink without one is walked, and dropped
+        // below.
+        let cached = super::git_cache::load_current(&root, &git_cache);
+        let (git, found) = if cached.is_some() || super::git::may_have_submodules(&root) {
+            let git = match cached {
+                Some(g) => Some(g),
+                None => read_git()?,
+            };
             if let Some(g) = &git {
                 skip.extend(g.submodules.iter().map(|s| root.join(s)));
             }
-            (git, walk::list_watched(&root, &skip, &mut watch)?)
+            let found = match &git {
+                Some(g) => {
+                    let take = |rel: &str, st: &walk::Stat, out: &mut Vec<u8>| {
+                        let clean = |e: &super::git_index::IndexEntry| e.vouches_for(st, g.stamp);
+                        match g.get(rel).filter(clean) {
+                            Some(e) if !st.racy(clock) && !st.is_link() => {
+                                record::push_git(out, rel, st, e.oid);
+                                true
+                            }
+                            _ => false,
+                        }
+                    };
+                    walk::list_watched_taking(&root, &skip, &mut watch, &take)?
+                }
+                None => walk::list_watched(&root, &skip, &mut watch)?,
+            };
+            (git, found)
         } else {
             let (git, found) = std::thread::scope(|scope| {
                 let git = scope.spawn(read_git);
@@ -180,34 +202,31 @@ impl Session {
             stamp: git.as_ref().map_or([i64::MIN, 0], |g| g.stamp),
             baseline: None,
         };
-        // Each file written into the record's body as it is looked at; then
-        // what git tracks and the walk did not list (an ignore file names
-        // it), if anything.
-        let mut body = Body::default();
-        let mut tracked_seen = 0;
+        // Each file the walk did not take written into the record's body;
+        // then what git tracks and the walk did not list (an ignore file
+        // names it), if anything.
+        let (taken, mut tracked_seen) = std::mem::take(&mut found.taken);
+        let mut body = Body::from_bytes(taken);
         for (path, stat) in &found.files {
-            let entry = git.as_ref().and_then(|g| g.entries.get(path));
+            let entry = git.as_ref().and_then(|g| g.get(path));
             tracked_seen += usize::from(entry.is_some());
             sources.add(&mut body, path, *stat, entry)?;
         }
         if let Some(g) = &git
-            && g.entries.len() > tracked_seen
+            && g.len() > tracked_seen
         {
+            let listed: HashSet<&str> = body.files().filter_map(|f| Some(f.ok()?.path)).collect();
             let tracked: Vec<String> = g
-                .entries
-                .keys()
-                .filter(|p| !found.files.contains_key(*p))
-                .cloned()
+                .paths()
+                .filter(|p| !listed.contains(p))
+                .map(str::to_owned)
                 .collect();
             let mut also = walk::Found::default();
             walk::add_also(&root, &mut also, &tracked);
             for (path, stat) in &also.files {
-                sources.add(&mut body, path, *stat, g.entries.get(path))?;
+                sources.add(&mut body, path, *stat, g.get(path))?;
             }
         }
-        // Tens of thousands of paths and object names: freed on another
-        // thread while this one writes the record (and the command runs).
-        crate::sys::drop_elsewhere((found.files, git));
         if let Some(b) = &mut sources.baseline {
             b.retain_seen(body.files().filter_map(|f| Some(f.ok()?.path)));
             b.save()?;
@@ -279,14 +298,14 @@ impl Sources<'_> {
         body: &mut Body,
         path: &str,
         stat: walk::Stat,
-        entry: Option<&super::git::IndexEntry>,
+        entry: Option<super::git_index::IndexEntry<'_>>,
     ) -> Result<()> {
         let racy = stat.racy(self.clock);
         if !racy
             && !stat.is_link()
             && let Some(e) = entry.filter(|e| e.vouches_for(&stat, self.stamp))
         {
-            body.push_git(path, &stat, &e.oid);
+            body.push_git(path, &stat, e.oid);
             return Ok(());
         }
         let source = if stat.is_link() {

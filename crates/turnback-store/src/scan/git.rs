@@ -7,7 +7,6 @@
 //! read-only questions `git` answers in milliseconds, and it is `git`'s own
 //! reading of its index (and its filters) that must agree with the work tree.
 
-use foldhash::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,28 +14,8 @@ use std::process::{Command, Stdio};
 use crate::blobs::Blobs;
 use crate::error::{Error, Result};
 
-/// One file of git's index, with the stat data git recorded when it last
-/// hashed it.
-#[derive(Debug, Clone)]
-pub(crate) struct IndexEntry {
-    pub(crate) oid: String,
-    pub(crate) mode: u32,
-    pub(crate) size: u64,
-    /// mtime (s, ns), ctime (s, ns).
-    pub(crate) times: [i64; 4],
-    pub(crate) ino: u64,
-}
-
-/// The index of the repository `root` is in, by path relative to `root`, and
-/// its own modification time (an entry stamped at or after it may have
-/// changed again in the same tick: git's "racy" entries); `None` when `root`
-/// is not in a git work tree, or `git` is missing.
-pub(crate) struct GitIndex {
-    pub(crate) entries: HashMap<String, IndexEntry>,
-    /// The paths of submodules (whose files are another repository's).
-    pub(crate) submodules: Vec<String>,
-    pub(crate) stamp: [i64; 2],
-}
+pub(crate) use super::git_index::GitIndex;
+use super::git_index::{Entries, IndexEntry};
 
 fn git(root: &Path) -> Command {
     let mut c = Command::new("git");
@@ -102,14 +81,10 @@ pub(crate) fn read_index(root: &Path) -> Result<Option<GitIndex>> {
     };
     let (entries, submodules) =
         parse_ls_files(&out.stdout).map_err(|why| failed(root, "ls-files", why))?;
-    Ok(Some(GitIndex {
-        entries,
-        submodules,
-        stamp,
-    }))
+    Ok(Some(GitIndex::new(entries, submodules, stamp)))
 }
 
-type Parsed = (HashMap<String, IndexEntry>, Vec<String>);
+type Parsed = (Entries, Vec<String>);
 
 /// The stat fields of `ls-files --debug` that [`IndexEntry`] keeps.
 const STAT_FIELDS: [&str; 4] = ["mtime", "ctime", "size", "ino"];
@@ -117,7 +92,7 @@ const STAT_FIELDS: [&str; 4] = ["mtime", "ctime", "size", "ino"];
 /// `<mode> <oid> <stage>\t<path>\0` then five lines of stat data, per entry.
 fn parse_ls_files(out: &[u8]) -> std::result::Result<Parsed, String> {
     // About 150 bytes of output per entry.
-    let mut entries = HashMap::with_capacity_and_hasher(out.len() / 150, Default::default());
+    let mut entries = Entries::default();
     let mut submodules = Vec::new();
     let mut rest = out;
     while !rest.is_empty() {
@@ -161,10 +136,10 @@ fn parse_ls_files(out: &[u8]) -> std::result::Result<Parsed, String> {
         };
         let num = |v: Option<&str>| v.and_then(|v| v.parse::<u64>().ok()).unwrap_or(u64::MAX);
         let (m, c) = (time(mtime), time(ctime));
-        entries.insert(
-            path.to_owned(),
-            IndexEntry {
-                oid: oid.to_owned(),
+        entries.push(
+            path,
+            &IndexEntry {
+                oid,
                 mode,
                 size: num(size),
                 times: [m[0], m[1], c[0], c[1]],
@@ -173,23 +148,6 @@ fn parse_ls_files(out: &[u8]) -> std::result::Result<Parsed, String> {
         );
     }
     Ok((entries, submodules))
-}
-
-impl IndexEntry {
-    /// True when the file's stat is the one git recorded (git keeps sizes
-    /// and inodes in 32 bits) and git's own record is not racy: git has the
-    /// file's contents as blob `oid`.
-    pub(crate) fn vouches_for(&self, st: &super::walk::Stat, stamp: [i64; 2]) -> bool {
-        let racy = [self.times[0], self.times[1]] >= stamp;
-        let exec = |m: u32| m & 0o111 != 0;
-        !racy
-            && st.is_file()
-            && self.mode & 0o170_000 == 0o100_000
-            && exec(self.mode) == exec(st.mode)
-            && self.times == st.times
-            && self.size == st.size & 0xffff_ffff
-            && self.ino == st.ino & 0xffff_ffff
-    }
 }
 
 /// Copies the objects `wanted` (oid, path) into `blobs` as the work tree
@@ -254,7 +212,8 @@ mod tests {
     fn parses_ls_files_debug_output() {
         let out = b"100644 78981922613b2afb6025042ff6bd878ac1994e85 0\ta b\0  ctime: 5:6\n  mtime: 3:4\n  dev: 1\tino: 7\n  uid: 0\tgid: 0\n  size: 2\tflags: 0\n160000 61780798228d17af2d34fce4cfbdf35556832472 0\tsub\0  ctime: 0:0\n  mtime: 0:0\n  dev: 0\tino: 0\n  uid: 0\tgid: 0\n  size: 0\tflags: 0\n";
         let (e, subs) = parse_ls_files(out).unwrap();
-        let a = &e["a b"];
+        let g = GitIndex::new(e, subs.clone(), [0, 0]);
+        let a = g.get("a b").unwrap();
         assert_eq!(a.times, [3, 4, 5, 6]);
         assert_eq!((a.ino, a.size, a.mode), (7, 2, 0o100644));
         assert_eq!(subs, ["sub"]);

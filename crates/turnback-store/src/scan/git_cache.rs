@@ -6,8 +6,9 @@
 //!
 //! The index is never read here; only its stat is compared (git writes a
 //! new index file each time it changes one). A cache that does not parse,
-//! names a path that is not relative or an object that is not hex, or was
-//! made with other `GIT_*` settings is not used; git is asked again. Even a
+//! or was made with other `GIT_*` settings, is not used; git is asked
+//! again. An entry that names a path that is not relative, or an object
+//! that is not hex, is never used (`git_index.rs`). Even a
 //! stale entry cannot vouch for a file that changed: it vouches only for the
 //! stat it lists, the stat git saw when it hashed the object it names.
 
@@ -16,8 +17,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 
-use super::bytes::{Reader, is_hex, put};
-use super::git::{self, GitIndex, IndexEntry};
+use super::bytes::{Reader, put};
+use super::git::{self, GitIndex};
+use super::git_index::Entries;
 use super::walk::Stat;
 
 const MAGIC: &[u8] = b"turnback git index cache 1\n";
@@ -54,6 +56,11 @@ pub(crate) fn read_index(root: &Path, cache: &Path) -> Result<Option<GitIndex>> 
     Ok(git)
 }
 
+/// The cached listing, if it is of the index as it is now.
+pub(crate) fn load_current(root: &Path, cache: &Path) -> Option<GitIndex> {
+    load(cache, key_of(git::index_file(root).as_deref())?)
+}
+
 /// The key of the index file at `index`, if it is there and no `GIT_*`
 /// setting points elsewhere.
 pub(crate) fn key_of(index: Option<&Path>) -> Option<Key> {
@@ -74,11 +81,10 @@ pub(crate) fn key_of(index: Option<&Path>) -> Option<Key> {
 
 /// The listing cached at `path` for the index with `key`, if it is that one.
 pub(crate) fn load(path: &Path, key: Key) -> Option<GitIndex> {
-    let mut bytes = Vec::new();
-    crate::trust::open_read(path)
-        .ok()?
-        .read_to_end(&mut bytes)
-        .ok()?;
+    let mut file = crate::trust::open_read(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut bytes = Vec::with_capacity(usize::try_from(size).ok()? + 1);
+    file.read_to_end(&mut bytes).ok()?;
     let mut r = Reader(bytes.strip_prefix(MAGIC)?);
     for k in key {
         if r.i64()? != k {
@@ -88,48 +94,26 @@ pub(crate) fn load(path: &Path, key: Key) -> Option<GitIndex> {
     let stamp = [r.i64()?, r.i64()?];
     let mut submodules = Vec::new();
     for _ in 0..r.u32()? {
-        submodules.push(path_of(&mut r)?);
-    }
-    let n = r.u32()? as usize;
-    let mut entries =
-        foldhash::HashMap::with_capacity_and_hasher(n.min(1 << 20), Default::default());
-    for _ in 0..n {
-        let path = path_of(&mut r)?;
-        let mode = r.u32()?;
-        let oid = r.text()?;
-        if !is_hex(oid) {
+        let p = r.text()?;
+        if !crate::relpath::is_relative_path(p) {
             return None;
         }
-        let oid = oid.to_owned();
-        let size = r.i64()? as u64;
-        let times = [r.i64()?, r.i64()?, r.i64()?, r.i64()?];
-        let ino = r.i64()? as u64;
-        entries.insert(
-            path,
-            IndexEntry {
-                oid,
-                mode,
-                size,
-                times,
-                ino,
-            },
-        );
+        submodules.push(p.to_owned());
     }
-    if !r.is_empty() {
-        return None;
-    }
-    Some(GitIndex {
-        entries,
-        submodules,
-        stamp,
-    })
+    let n = r.u32()? as usize;
+    let start = bytes.len() - r.0.len();
+    bytes.drain(..start);
+    let entries = Entries::from_bytes(bytes, n);
+    let g = GitIndex::read(entries, submodules, stamp)?;
+    Some(g)
 }
 
 /// Caches `index`, read from the index file with `key`, at `path`: through
 /// a temporary of this process, renamed into place, not synced (a cache lost
 /// is built again). A failure is ignored: git is only asked again.
 pub(crate) fn save(path: &Path, key: Key, index: &GitIndex) {
-    let mut out = Vec::with_capacity(MAGIC.len() + 96 * index.entries.len());
+    let (entries, n) = index.entries().as_bytes();
+    let mut out = Vec::with_capacity(MAGIC.len() + 128 + entries.len());
     out.extend_from_slice(MAGIC);
     for k in key.iter().chain(&index.stamp) {
         out.extend_from_slice(&k.to_le_bytes());
@@ -138,19 +122,8 @@ pub(crate) fn save(path: &Path, key: Key, index: &GitIndex) {
     for s in &index.submodules {
         put(&mut out, s.as_bytes());
     }
-    out.extend_from_slice(&(index.entries.len() as u32).to_le_bytes());
-    for (path, e) in &index.entries {
-        put(&mut out, path.as_bytes());
-        out.extend_from_slice(&e.mode.to_le_bytes());
-        put(&mut out, e.oid.as_bytes());
-        for v in [e.size as i64]
-            .into_iter()
-            .chain(e.times)
-            .chain([e.ino as i64])
-        {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-    }
+    out.extend_from_slice(&(n as u32).to_le_bytes());
+    out.extend_from_slice(entries);
     let Some(dir) = path.parent() else { return };
     let temp: PathBuf = dir.join(format!(
         "git-index.tmp-{}-{:08x}",
@@ -174,34 +147,30 @@ pub(crate) fn save(path: &Path, key: Key, index: &GitIndex) {
     }
 }
 
-/// A path relative to the workspace, or `None`.
-fn path_of(r: &mut Reader<'_>) -> Option<String> {
-    let p = r.text()?;
-    crate::relpath::is_relative_path(p).then(|| p.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scan::git_index::IndexEntry;
+
+    fn index_of(entries: &[(&str, &str)]) -> GitIndex {
+        let mut es = Entries::default();
+        for (path, oid) in entries {
+            es.push(
+                path,
+                &IndexEntry {
+                    oid,
+                    mode: 0o100644,
+                    size: 7,
+                    times: [1, 2, 3, 4],
+                    ino: 9,
+                },
+            );
+        }
+        GitIndex::new(es, vec!["sub".into()], [5, 6])
+    }
 
     fn index() -> GitIndex {
-        let entry = |oid: &str| IndexEntry {
-            oid: oid.into(),
-            mode: 0o100644,
-            size: 7,
-            times: [1, 2, 3, 4],
-            ino: 9,
-        };
-        GitIndex {
-            entries: [
-                ("a/b.rs".to_owned(), entry("0123abcd")),
-                ("c".to_owned(), entry("ffff")),
-            ]
-            .into_iter()
-            .collect(),
-            submodules: vec!["sub".into()],
-            stamp: [5, 6],
-        }
+        index_of(&[("a/b.rs", "0123abcd"), ("c", "ffff")])
     }
 
     #[test]
@@ -213,12 +182,12 @@ mod tests {
         let got = load(&path, key).expect("read back");
         assert_eq!(got.stamp, [5, 6]);
         assert_eq!(got.submodules, ["sub"]);
-        let mut paths: Vec<&String> = got.entries.keys().collect();
+        let mut paths: Vec<&str> = got.paths().collect();
         paths.sort();
         assert_eq!(paths, ["a/b.rs", "c"]);
-        let e = &got.entries["a/b.rs"];
+        let e = got.get("a/b.rs").unwrap();
         assert_eq!(
-            (e.oid.as_str(), e.mode, e.size, e.times, e.ino),
+            (e.oid, e.mode, e.size, e.times, e.ino),
             ("0123abcd", 0o100644, 7, [1, 2, 3, 4], 9)
         );
         assert!(
@@ -237,15 +206,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("git-index");
         let key = [1, 2, 3, 4, 5, 6];
-        let mut bad = index();
-        let e = bad.entries.remove("c").unwrap();
-        bad.entries.insert("../outside".into(), e);
-        save(&path, key, &bad);
-        assert!(load(&path, key).is_none(), "a path out of the workspace");
-        let mut bad = index();
-        bad.entries.get_mut("c").unwrap().oid = "not hex".into();
-        save(&path, key, &bad);
-        assert!(load(&path, key).is_none(), "an object that is not hex");
+        save(&path, key, &index_of(&[("a", "0a"), ("../outside", "0a")]));
+        let got = load(&path, key).unwrap();
+        assert_eq!(
+            got.paths().collect::<Vec<_>>(),
+            ["a"],
+            "a path out of the workspace"
+        );
+        save(&path, key, &index_of(&[("a", "not hex")]));
+        assert_eq!(
+            load(&path, key).unwrap().get("a"),
+            None,
+            "an object that is not hex"
+        );
         save(&path, key, &index());
         let whole = std::fs::read(&path).unwrap();
         for cut in [1, whole.len() / 2, whole.len() - 1] {

@@ -4,8 +4,9 @@
 //! `rollback_scan`). It may begin in one process and end in another.
 //!
 //! One job per part: `walk` which files are in scope and their stat, `git`
-//! what git's index already holds (clean files need no copy), `git_cache`
-//! what it said last while the index is unchanged, `baseline` the
+//! what git's index already holds (clean files need no copy), `git_index`
+//! its entries held compactly, `git_cache` what it said last while the
+//! index is unchanged, `baseline` the
 //! workspace's own backups shared by its sessions, `record` the bracket's
 //! durable record, `begin` taking it, `changes` comparing the workspace with
 //! it (`dirs` its directories, `links` the symbolic links it does not
@@ -22,6 +23,7 @@ mod dirs;
 mod end;
 mod git;
 mod git_cache;
+mod git_index;
 mod links;
 #[cfg(test)]
 mod nested_tests;

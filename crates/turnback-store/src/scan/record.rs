@@ -169,25 +169,18 @@ impl Body {
         self.push_parts(&f.path, &f.stat, f.racy, kind, value);
     }
 
-    /// Appends the file at `path` whose contents are git's object `oid`,
-    /// without making a [`Seen`] of it (most files of a beginning are).
+    /// Appends the file at `path` whose contents are git's object `oid`.
     pub(crate) fn push_git(&mut self, path: &str, stat: &Stat, oid: &str) {
-        self.push_parts(path, stat, false, GIT, oid);
+        push_git(&mut self.0, path, stat, oid);
+    }
+
+    /// A body of the files written by [`push_git`] into `bytes`.
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> Body {
+        Body(bytes)
     }
 
     fn push_parts(&mut self, path: &str, stat: &Stat, racy: bool, kind: u8, value: &str) {
-        let out = &mut self.0;
-        put(out, path.as_bytes());
-        out.extend_from_slice(&stat.mode.to_le_bytes());
-        let numbers = [stat.size as i64]
-            .into_iter()
-            .chain(stat.times)
-            .chain([stat.ino as i64]);
-        for v in numbers {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&[u8::from(racy), kind]);
-        put(out, value.as_bytes());
+        push_parts(&mut self.0, path, stat, racy, kind, value);
     }
 
     /// Every file, in the order written; an `Err` (why) where the bytes are
@@ -218,6 +211,27 @@ impl Body {
             })
             .collect()
     }
+}
+
+/// Writes, as a body holds it, the file at `path` whose contents are git's
+/// object `oid`, without making a [`Seen`] of it (most files of a beginning
+/// are, and a walker's thread writes them as it finds them).
+pub(crate) fn push_git(out: &mut Vec<u8>, path: &str, stat: &Stat, oid: &str) {
+    push_parts(out, path, stat, false, GIT, oid);
+}
+
+fn push_parts(out: &mut Vec<u8>, path: &str, stat: &Stat, racy: bool, kind: u8, value: &str) {
+    put(out, path.as_bytes());
+    out.extend_from_slice(&stat.mode.to_le_bytes());
+    let numbers = [stat.size as i64]
+        .into_iter()
+        .chain(stat.times)
+        .chain([stat.ino as i64]);
+    for v in numbers {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&[u8::from(racy), kind]);
+    put(out, value.as_bytes());
 }
 
 fn one<'a>(r: &mut Reader<'a>) -> Option<std::result::Result<SeenRef<'a>, String>> {

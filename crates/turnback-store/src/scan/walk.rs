@@ -81,7 +81,15 @@ impl Stat {
 pub(crate) struct Found {
     pub(crate) files: HashMap<String, Stat>,
     pub(crate) dirs: BTreeMap<String, u32>,
+    /// What a [`Take`] took instead of listing it in `files`: the bytes it
+    /// wrote, and how many files.
+    pub(crate) taken: (Vec<u8>, usize),
 }
+
+/// Given to a walk: looks at a file (its relative path and stat) on the
+/// walker's thread and may take it, writing what it wants to keep of it to
+/// the buffer; a file taken is not listed.
+pub(crate) type Take<'a> = dyn Fn(&str, &Stat, &mut Vec<u8>) -> bool + Sync + 'a;
 
 /// Lists `root`, skipping `skip` (the store home, submodules: absolute
 /// paths) and what the ignore files exclude; `also` are paths (tracked
@@ -96,6 +104,19 @@ pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Res
 pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
     let mut found = Found::default();
     list_into(root, root, None, skip, &mut None, &mut found)?;
+    Ok(found)
+}
+
+/// [`list_watched`] where `take` looks at each file first (see [`Take`]).
+pub(crate) fn list_watched_taking(
+    root: &Path,
+    skip: &HashSet<PathBuf>,
+    watch: &mut Option<sys::DirWatch>,
+    take: &Take<'_>,
+) -> Result<Found> {
+    let mut found = Found::default();
+    sys::try_watch(watch, root, "");
+    walk_into(root, root, None, skip, watch, Some(take), &mut found)?;
     Ok(found)
 }
 
@@ -130,6 +151,18 @@ pub(crate) fn list_into(
     depth: Option<usize>,
     skip: &HashSet<PathBuf>,
     watch: &mut Option<sys::DirWatch>,
+    found: &mut Found,
+) -> Result<()> {
+    walk_into(root, start, depth, skip, watch, None, found)
+}
+
+fn walk_into(
+    root: &Path,
+    start: &Path,
+    depth: Option<usize>,
+    skip: &HashSet<PathBuf>,
+    watch: &mut Option<sys::DirWatch>,
+    take: Option<&Take<'_>>,
     found: &mut Found,
 ) -> Result<()> {
     // The walker follows a link given as its start: a directory under the
@@ -183,6 +216,7 @@ pub(crate) fn list_into(
     let parts = Mutex::new(Vec::new());
     walker.visit(&mut Collect {
         root,
+        take,
         parts: &parts,
     });
     *watch = Arc::try_unwrap(shared_watch)
@@ -195,10 +229,13 @@ pub(crate) fn list_into(
         let Part {
             files,
             dirs,
+            taken,
             error: e,
         } = part;
         found.files.extend(files);
         found.dirs.extend(dirs);
+        found.taken.0.extend_from_slice(&taken.0);
+        found.taken.1 += taken.1;
         error = error.or(e);
     }
     match error {
@@ -212,12 +249,14 @@ pub(crate) fn list_into(
 struct Part {
     files: Vec<(String, Stat)>,
     dirs: Vec<(String, u32)>,
+    taken: (Vec<u8>, usize),
     error: Option<Error>,
 }
 
 /// Makes each walker thread's visitor.
 struct Collect<'a> {
     root: &'a Path,
+    take: Option<&'a Take<'a>>,
     parts: &'a Mutex<Vec<Part>>,
 }
 
@@ -225,6 +264,7 @@ impl<'s, 'a: 's> ignore::ParallelVisitorBuilder<'s> for Collect<'a> {
     fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
         Box::new(Visit {
             root: self.root,
+            take: self.take,
             parts: self.parts,
             part: Part::default(),
             parent: Parent::default(),
@@ -235,6 +275,7 @@ impl<'s, 'a: 's> ignore::ParallelVisitorBuilder<'s> for Collect<'a> {
 /// One walker thread's visitor: its own findings, handed in when it ends.
 struct Visit<'a> {
     root: &'a Path,
+    take: Option<&'a Take<'a>>,
     parts: &'a Mutex<Vec<Part>>,
     part: Part,
     parent: Parent,
@@ -280,13 +321,20 @@ impl ignore::ParallelVisitor for Visit<'_> {
             }
             return ignore::WalkState::Continue;
         }
-        let Some(rel) = rel_of(self.root, entry.path()) else {
-            return ignore::WalkState::Continue;
-        };
         // An lstat (links are not followed), by name in its directory.
         let Some(st) = self.parent.stat(entry.path()) else {
             return ignore::WalkState::Continue;
         };
+        let Some(rel) = rel_of(self.root, entry.path()) else {
+            return ignore::WalkState::Continue;
+        };
+        if let Some(take) = self.take
+            && !st.is_dir()
+            && take(&rel, &st, &mut self.part.taken.0)
+        {
+            self.part.taken.1 += 1;
+            return ignore::WalkState::Continue;
+        }
         if st.is_dir() {
             self.part.dirs.push((rel, st.perms()));
         } else if st.is_file() || st.is_link() {
