@@ -44,29 +44,41 @@ pub(crate) fn compare_touched(
 ) -> Result<(Found, Vec<Candidate>)> {
     let root: &Path = &header.workspace.path;
     let mut now = Found::default();
-    for d in &touched.dirs {
-        walk::list_into(root, &root.join(d), Some(1), skip, &mut None, &mut now)?;
-    }
-    for t in touched.outer_trees() {
-        // Only a directory its parent's listing found (not ignored, not a
-        // link) is walked.
-        if now.dirs.contains_key(t) {
-            walk::list_into(root, &root.join(t), None, skip, &mut None, &mut now)?;
-        }
-    }
-    // A file outside every watched directory: git tracks it in an ignored one.
-    let watched: HashSet<&str> = header.dirs.keys().map(String::as_str).collect();
-    let unwatched = |p: &str| {
-        let parent = p.rsplit_once('/').map_or("", |(d, _)| d);
-        !parent.is_empty() && !watched.contains(parent)
-    };
+    let dirs: Vec<PathBuf> = touched.dirs.iter().map(|d| root.join(d)).collect();
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    walk::list_into(root, &dirs, Some(1), skip, &mut None, &mut now)?;
+    // Only a directory its parent's listing found (not ignored, not a link)
+    // is walked.
+    let trees: Vec<PathBuf> = touched
+        .outer_trees()
+        .into_iter()
+        .filter(|t| now.dirs.contains_key(*t))
+        .map(|t| root.join(t))
+        .collect();
+    let trees: Vec<&Path> = trees.iter().map(PathBuf::as_path).collect();
+    walk::list_into(root, &trees, None, skip, &mut None, &mut now)?;
+    // A file outside every watched directory: git tracks it in an ignored
+    // one. A body lists a directory's files mostly one after another, so
+    // each directory is looked up once in a row.
+    let watched: foldhash::HashSet<&str> = header.dirs.keys().map(String::as_str).collect();
+    let mut last: Option<(&str, bool)> = None;
     let mut looked_at: Vec<Seen> = Vec::new();
     for f in body.files() {
         let f = f.map_err(|why| Error::ScanFailed {
             path: root.to_owned(),
             reason: format!("damaged scan record: {why}"),
         })?;
-        if f.racy || touched.covers(f.path) || unwatched(f.path) {
+        let parent = f.path.rsplit_once('/').map_or("", |(d, _)| d);
+        let in_dir = match last {
+            Some((p, verdict)) if p == parent => verdict,
+            _ => {
+                let unwatched = !parent.is_empty() && !watched.contains(parent);
+                let verdict = unwatched || touched.dirs.contains(parent);
+                last = Some((parent, verdict));
+                verdict
+            }
+        };
+        if f.racy || in_dir || touched.in_tree(f.path) {
             looked_at.push(f.to_seen());
         }
     }

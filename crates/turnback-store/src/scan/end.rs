@@ -142,8 +142,11 @@ impl Session {
         // Where the watch saw something happen, or everywhere. Only the
         // header was read back for a bracket watched here.
         let whole = watched.is_none();
-        let touched =
-            watched.and_then(|(mut w, body)| Some((Touched::from_events(w.drain().ok()?)?, body)));
+        let touched = watched.and_then(|(mut w, body)| {
+            let events = w.drain();
+            w.close_elsewhere();
+            Some((Touched::from_events(events.ok()?)?, body))
+        });
         let (candidates, dirs) = match &touched {
             Some((t, body)) => {
                 let (now, candidates) = changes::compare_touched(&rec.header, body, t, &skip)?;

@@ -103,7 +103,7 @@ pub(crate) fn walk(root: &Path, skip: &HashSet<PathBuf>, also: &[String]) -> Res
 /// [`walk`] without `also`: what the walk itself finds.
 pub(crate) fn list(root: &Path, skip: &HashSet<PathBuf>) -> Result<Found> {
     let mut found = Found::default();
-    list_into(root, root, None, skip, &mut None, &mut found)?;
+    list_into(root, &[root], None, skip, &mut None, &mut found)?;
     Ok(found)
 }
 
@@ -116,7 +116,7 @@ pub(crate) fn list_watched_taking(
 ) -> Result<Found> {
     let mut found = Found::default();
     sys::try_watch(watch, root, "");
-    walk_into(root, root, None, skip, watch, Some(take), &mut found)?;
+    walk_into(root, &[root], None, skip, watch, Some(take), &mut found)?;
     Ok(found)
 }
 
@@ -132,14 +132,14 @@ pub(crate) fn list_watched(
 ) -> Result<Found> {
     let mut found = Found::default();
     sys::try_watch(watch, root, "");
-    list_into(root, root, None, skip, watch, &mut found)?;
+    list_into(root, &[root], None, skip, watch, &mut found)?;
     Ok(found)
 }
 
-/// Adds to `found` what lies under `start` (a directory in `root`, itself
-/// not included) down to `depth` levels (`None`: all), as [`list`] finds it
-/// (the ignore files of `start`'s parents apply); `watch`, if any, watches
-/// each directory listed.
+/// Adds to `found` what lies under each of `starts` (directories in
+/// `root`, themselves not included) down to `depth` levels (`None`: all),
+/// as [`list`] finds it (the ignore files of their parents apply); `watch`,
+/// if any, watches each directory listed.
 ///
 /// A whole walk runs on every core (two threads halve it on a warm cache,
 /// where the lstats are most of the time); a listing one level deep runs on
@@ -147,18 +147,18 @@ pub(crate) fn list_watched(
 /// before it is read (the filter sees it first).
 pub(crate) fn list_into(
     root: &Path,
-    start: &Path,
+    starts: &[&Path],
     depth: Option<usize>,
     skip: &HashSet<PathBuf>,
     watch: &mut Option<sys::DirWatch>,
     found: &mut Found,
 ) -> Result<()> {
-    walk_into(root, start, depth, skip, watch, None, found)
+    walk_into(root, starts, depth, skip, watch, None, found)
 }
 
 fn walk_into(
     root: &Path,
-    start: &Path,
+    starts: &[&Path],
     depth: Option<usize>,
     skip: &HashSet<PathBuf>,
     watch: &mut Option<sys::DirWatch>,
@@ -167,14 +167,20 @@ fn walk_into(
 ) -> Result<()> {
     // The walker follows a link given as its start: a directory under the
     // root is listed only if it and each directory above it is one.
-    if start != root
-        && start.strip_prefix(root).is_ok_and(|rel| {
-            let rel = rel.to_string_lossy();
-            through_a_link(root, &format!("{rel}/x"))
+    let starts: Vec<&Path> = starts
+        .iter()
+        .copied()
+        .filter(|start| {
+            *start == root
+                || !start.strip_prefix(root).is_ok_and(|rel| {
+                    let rel = rel.to_string_lossy();
+                    through_a_link(root, &format!("{rel}/x"))
+                })
         })
-    {
+        .collect();
+    let Some((first, rest)) = starts.split_first() else {
         return Ok(());
-    }
+    };
     let threads = match depth {
         Some(_) => 1,
         None => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
@@ -183,7 +189,11 @@ fn walk_into(
     let shared_watch = Arc::new(Mutex::new(watch.take()));
     let filter_watch = Arc::clone(&shared_watch);
     let filter_root = root.to_owned();
-    let walker = ignore::WalkBuilder::new(start)
+    let mut builder = ignore::WalkBuilder::new(first);
+    for start in rest {
+        builder.add(start);
+    }
+    builder
         .max_depth(depth)
         .threads(threads)
         .hidden(false)
@@ -211,8 +221,10 @@ fn walk_into(
                 }
             }
             keep
-        })
-        .build_parallel();
+        });
+    let walker = builder.build_parallel();
+    // The builder holds the filter, and with it the watch, until it goes.
+    drop(builder);
     let parts = Mutex::new(Vec::new());
     walker.visit(&mut Collect {
         root,
@@ -315,7 +327,7 @@ impl ignore::ParallelVisitor for Visit<'_> {
             }
         };
         if entry.depth() == 0 {
-            // `start` itself: gone, or not a directory, it has nothing in it.
+            // A start itself: gone, or not a directory, it has nothing in it.
             if !entry.file_type().is_some_and(|t| t.is_dir()) {
                 return ignore::WalkState::Skip;
             }

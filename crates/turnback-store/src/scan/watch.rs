@@ -105,7 +105,8 @@ impl Touched {
         self.dirs.contains(parent(path)) || self.in_tree(path)
     }
 
-    fn in_tree(&self, path: &str) -> bool {
+    /// True when `path` is a tree or under one.
+    pub(crate) fn in_tree(&self, path: &str) -> bool {
         self.trees.iter().any(|t| {
             path.strip_prefix(t.as_str())
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
