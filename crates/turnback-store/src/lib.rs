@@ -159,6 +159,8 @@ mod steps;
 mod store;
 mod summary;
 mod sys;
+#[cfg(test)]
+mod test_rng;
 mod trust;
 mod turns;
 mod unsafe_reason;

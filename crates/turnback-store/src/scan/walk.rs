@@ -337,7 +337,7 @@ impl ignore::ParallelVisitor for Visit<'_> {
         let Some(st) = self.parent.stat(entry.path()) else {
             return ignore::WalkState::Continue;
         };
-        let Some(rel) = rel_of(self.root, entry.path()) else {
+        let Some(rel) = rel_str(self.root, entry.path()) else {
             return ignore::WalkState::Continue;
         };
         if let Some(take) = self.take
@@ -347,6 +347,7 @@ impl ignore::ParallelVisitor for Visit<'_> {
             self.part.taken.1 += 1;
             return ignore::WalkState::Continue;
         }
+        let rel = rel.into_owned();
         if st.is_dir() {
             self.part.dirs.push((rel, st.perms()));
         } else if st.is_file() || st.is_link() {
@@ -368,10 +369,16 @@ struct Parent {
 impl Parent {
     /// The entry at `path`, as an lstat gives it; `None` when it is gone.
     fn stat(&mut self, path: &Path) -> Option<Stat> {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            return None;
-        };
-        if self.open.as_ref().is_none_or(|(p, _)| p != parent) {
+        use std::os::unix::ffi::OsStrExt;
+        // Split by bytes: the walker joins each name to its directory's
+        // path, and `Path`'s own comparison goes component by component.
+        let bytes = path.as_os_str().as_bytes();
+        let at = memchr::memrchr(b'/', bytes).filter(|at| *at + 1 < bytes.len())?;
+        let parent = std::ffi::OsStr::from_bytes(&bytes[..at.max(1)]);
+        let name = std::ffi::OsStr::from_bytes(&bytes[at + 1..]);
+        let parent = Path::new(parent);
+        let same = |p: &PathBuf| p.as_os_str().as_bytes() == parent.as_os_str().as_bytes();
+        if self.open.as_ref().is_none_or(|(p, _)| !same(p)) {
             match sys::open_scan_dir(parent) {
                 Ok(fd) => self.open = Some((parent.to_owned(), fd)),
                 // Gone, or no longer a directory: the path tells.
@@ -432,6 +439,36 @@ fn through_a_link(root: &Path, rel: &str) -> bool {
 }
 
 /// `path` under `root` as a `/`-separated relative path (`None`: not UTF-8).
+/// [`rel_of`] without a copy where it can: the walker's paths are the
+/// root's, a `/`, and the rest.
+fn rel_str<'a>(root: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, str>> {
+    use std::os::unix::ffi::OsStrExt;
+    let root = root.as_os_str().as_bytes();
+    let rest = path
+        .as_os_str()
+        .as_bytes()
+        .strip_prefix(root)
+        .and_then(|r| {
+            if root.ends_with(b"/") {
+                Some(r)
+            } else {
+                r.strip_prefix(b"/")
+            }
+        })
+        .filter(|r| !r.is_empty() && !r.ends_with(b"/"));
+    match rest.map(std::str::from_utf8) {
+        // A name a directory lists has no `/`, and is never `.` or `..`.
+        Some(Ok(rel)) => Some(rel.into()),
+        Some(Err(_)) => None,
+        _ => rel_of(root_path(root), path).map(Into::into),
+    }
+}
+
+fn root_path(root: &[u8]) -> &Path {
+    use std::os::unix::ffi::OsStrExt;
+    Path::new(std::ffi::OsStr::from_bytes(root))
+}
+
 fn rel_of(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let mut out = String::with_capacity(rel.as_os_str().len());

@@ -12,17 +12,7 @@ use super::watch::{Live, Touched};
 use super::{changes, dirs};
 use crate::{Store, Workspace};
 
-/// A small deterministic generator (xorshift): a failing seed replays.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
+use crate::test_rng::Rng;
 
 /// Every file, link and directory under `root` but `.git` and the ignore
 /// file (a change to it sends the commit walking: `watch.rs`'s tests).

@@ -11,17 +11,7 @@ use crate::index::{Entry, Index, RevertRecord, RevertedFile};
 use crate::layout::SummaryPaths;
 use crate::{RevertOptions, Store, Workspace};
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
+use crate::test_rng::Rng;
 
 /// Every readable session's index, as the lookups read them before the
 /// summary.
