@@ -144,7 +144,7 @@ impl Session {
         };
         let identity = workspace.identity();
         let git_cache = super::baseline::git_cache_of(self.store().home(), &identity);
-        let read_git = || super::git_cache::read_index(&root, &git_cache);
+        let read_git = || super::git_cache::refresh(&root, &git_cache);
         // With git's listing cached for its index as it is (the common
         // case), the listing is read first, in milliseconds, and each clean
         // tracked file is written into the record by the walker's thread

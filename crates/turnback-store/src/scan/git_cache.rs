@@ -37,15 +37,10 @@ const GIT_ENV: [&str; 4] = [
 /// modification and change times).
 pub(crate) type Key = [i64; 6];
 
-/// [`read_index`], or what it said last time while the index file is the
-/// same, cached at `cache`.
-pub(crate) fn read_index(root: &Path, cache: &Path) -> Result<Option<GitIndex>> {
+/// Asks git for its index ([`git::read_index`]) and caches the listing at
+/// `cache`: what a beginning does when [`load_current`] found none.
+pub(crate) fn refresh(root: &Path, cache: &Path) -> Result<Option<GitIndex>> {
     let key = key_of(git::index_file(root).as_deref());
-    if let Some(k) = key
-        && let Some(g) = load(cache, k)
-    {
-        return Ok(Some(g));
-    }
     let git = git::read_index(root)?;
     if let (Some(k), Some(g)) = (key, &git)
         // Kept only if the index did not change while git read it.
@@ -84,13 +79,17 @@ pub(crate) fn load(path: &Path, key: Key) -> Option<GitIndex> {
     let mut file = crate::trust::open_read(path).ok()?;
     let size = file.metadata().ok()?.len();
     let mut bytes = Vec::with_capacity(usize::try_from(size).ok()? + 1);
-    file.read_to_end(&mut bytes).ok()?;
+    // The magic and the key first: a cache of another index is not read on.
+    let head = MAGIC.len() + 8 * key.len();
+    (&mut file).take(head as u64).read_to_end(&mut bytes).ok()?;
     let mut r = Reader(bytes.strip_prefix(MAGIC)?);
     for k in key {
         if r.i64()? != k {
             return None;
         }
     }
+    file.read_to_end(&mut bytes).ok()?;
+    let mut r = Reader(&bytes[head..]);
     let stamp = [r.i64()?, r.i64()?];
     let mut submodules = Vec::new();
     for _ in 0..r.u32()? {

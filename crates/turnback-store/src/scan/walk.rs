@@ -438,18 +438,17 @@ fn through_a_link(root: &Path, rel: &str) -> bool {
     })
 }
 
-/// `path` under `root` as a `/`-separated relative path (`None`: not UTF-8).
 /// [`rel_of`] without a copy where it can: the walker's paths are the
 /// root's, a `/`, and the rest.
 fn rel_str<'a>(root: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, str>> {
     use std::os::unix::ffi::OsStrExt;
-    let root = root.as_os_str().as_bytes();
+    let prefix = root.as_os_str().as_bytes();
     let rest = path
         .as_os_str()
         .as_bytes()
-        .strip_prefix(root)
+        .strip_prefix(prefix)
         .and_then(|r| {
-            if root.ends_with(b"/") {
+            if prefix.ends_with(b"/") {
                 Some(r)
             } else {
                 r.strip_prefix(b"/")
@@ -460,15 +459,11 @@ fn rel_str<'a>(root: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, str>>
         // A name a directory lists has no `/`, and is never `.` or `..`.
         Some(Ok(rel)) => Some(rel.into()),
         Some(Err(_)) => None,
-        _ => rel_of(root_path(root), path).map(Into::into),
+        _ => rel_of(root, path).map(Into::into),
     }
 }
 
-fn root_path(root: &[u8]) -> &Path {
-    use std::os::unix::ffi::OsStrExt;
-    Path::new(std::ffi::OsStr::from_bytes(root))
-}
-
+/// `path` under `root` as a `/`-separated relative path (`None`: not UTF-8).
 fn rel_of(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let mut out = String::with_capacity(rel.as_os_str().len());
