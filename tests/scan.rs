@@ -882,3 +882,46 @@ fn run_says_which_links_are_not_undone_and_why() {
         Path::new("src")
     );
 }
+
+/// The one git index cache file of the store, if there is one.
+fn git_index_cache(env: &Env) -> Option<Vec<u8>> {
+    let dirs = std::fs::read_dir(env.home.path().join("baselines")).ok()?;
+    let mut found: Vec<Vec<u8>> = dirs
+        .filter_map(|d| std::fs::read(d.ok()?.path().join("git-index")).ok())
+        .collect();
+    assert!(found.len() <= 1, "one workspace, one cache");
+    found.pop()
+}
+
+/// With `GIT_DIR` pointing at another repository (as under some git hooks)
+/// git lists that repository's index, so the listing cached from the
+/// workspace's own `.git/index` must be neither used nor written: used, it
+/// would vouch for clean files by objects the other repository lacks, and
+/// their undo would have nothing to put back.
+#[test]
+fn git_settings_that_point_elsewhere_bypass_the_git_listing_cache() {
+    if !has_git("scan::git_settings_that_point_elsewhere_bypass_the_git_listing_cache") {
+        return;
+    }
+    let env = workspace(true);
+    ok(run(&env, Some("a"), &["run", "--", "true"]), "first run");
+    let cached = git_index_cache(&env).expect("the first run caches git's listing");
+
+    let other = tempfile::tempdir().unwrap();
+    git(other.path(), &["init", "-q"]);
+    let out = env
+        .cmd(Some("a"))
+        .args(["run", "--", "sh", "-c", "echo changed > src/lib.rs"])
+        .env("GIT_DIR", other.path().join(".git"))
+        .env("GIT_WORK_TREE", env.ws.path())
+        .output()
+        .unwrap();
+    ok(out, "run with GIT_DIR elsewhere");
+    assert_eq!(
+        git_index_cache(&env).as_ref(),
+        Some(&cached),
+        "no listing of another index is cached under this one's key"
+    );
+    ok(run(&env, Some("a"), &["undo"]), "undo");
+    assert_eq!(util::read_text(env.path("src/lib.rs")), "fn lib() {}\n");
+}

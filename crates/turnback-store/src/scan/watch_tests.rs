@@ -225,3 +225,69 @@ fn a_watched_commit_finds_what_a_walk_finds_in_git() {
         assert!(changed > 12, "most brackets change something: {changed}");
     }
 }
+
+/// A workspace with `near/a.rs` and `far/linked.rs`, the latter a hard link
+/// of a file outside it; returns the outside path.
+fn linked_workspace(root: &Path, outside: &Path) -> PathBuf {
+    std::fs::create_dir_all(root.join("near")).unwrap();
+    std::fs::create_dir_all(root.join("far")).unwrap();
+    std::fs::write(root.join("near/a.rs"), "a").unwrap();
+    let out = outside.join("o.rs");
+    std::fs::write(&out, "linked").unwrap();
+    std::fs::hard_link(&out, root.join("far/linked.rs")).unwrap();
+    std::fs::write(root.join(".gitignore"), "*.tmp\n").unwrap();
+    // Past the clock tick: neither file is racy, so only where the commit
+    // looks decides what it finds.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    out
+}
+
+/// The paths a report found changed.
+fn found(r: &crate::ScanReport) -> Vec<&str> {
+    r.changes.iter().map(|c| c.path.as_str()).collect()
+}
+
+#[test]
+fn a_watched_commit_looks_only_where_its_watch_saw_something() {
+    // A write through a hard link from outside the workspace is the one
+    // change no watch of the workspace sees (the module doc says so): a
+    // commit that found it walked, whatever it was asked.
+    let home = tempfile::tempdir().unwrap();
+    let (dir, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let root = dir.path();
+    let out = linked_workspace(root, outside.path());
+    let s = Store::new(home.path()).session("s").unwrap();
+    let ws = Workspace::open(root).unwrap();
+
+    let scan = s
+        .begin_watched_scan(&ws, "m1", None, &Default::default())
+        .unwrap();
+    assert!(scan.is_watched());
+    std::fs::write(root.join("near/a.rs"), "a, changed").unwrap();
+    std::fs::write(&out, "linked, changed from outside").unwrap();
+    let watched = s.commit_watched_scan(scan).unwrap();
+    assert_eq!(found(&watched), ["near/a.rs"], "{watched:?}");
+
+    // The same two changes in a bracket ended as another process ends one
+    // (no watch there): the walk finds both.
+    let scan = s.begin_scan(&ws, "m2", None).unwrap();
+    std::fs::write(root.join("near/a.rs"), "a, changed again").unwrap();
+    std::fs::write(&out, "linked, changed from outside again").unwrap();
+    let walked = s.commit_scan(&scan).unwrap();
+    assert_eq!(found(&walked), ["far/linked.rs", "near/a.rs"], "{walked:?}");
+
+    // A watched bracket whose watch cannot say where (an ignore file was
+    // written): the commit walks, and finds both.
+    let scan = s
+        .begin_watched_scan(&ws, "m3", None, &Default::default())
+        .unwrap();
+    std::fs::write(root.join("near/a.rs"), "a, a third time").unwrap();
+    std::fs::write(&out, "linked, a third time").unwrap();
+    std::fs::write(root.join(".gitignore"), "*.tmp\n*.bak\n").unwrap();
+    let fell_back = s.commit_watched_scan(scan).unwrap();
+    assert_eq!(
+        found(&fell_back),
+        [".gitignore", "far/linked.rs", "near/a.rs"],
+        "{fell_back:?}"
+    );
+}
