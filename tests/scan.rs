@@ -925,3 +925,34 @@ fn git_settings_that_point_elsewhere_bypass_the_git_listing_cache() {
     ok(run(&env, Some("a"), &["undo"]), "undo");
     assert_eq!(util::read_text(env.path("src/lib.rs")), "fn lib() {}\n");
 }
+
+/// A clean tracked file whose object git no longer has (a pruned or
+/// damaged repository, a partial clone offline): its before-contents are
+/// gone with git's copy, so it is reported as never backed up, and the rest
+/// of the bracket is recorded and undoes, rather than the commit failing.
+#[test]
+fn a_clean_file_whose_git_object_is_gone_is_reported_and_the_rest_recorded() {
+    if !has_git("scan::a_clean_file_whose_git_object_is_gone_is_reported_and_the_rest_recorded") {
+        return;
+    }
+    let env = workspace(true);
+    let oid = Command::new("git")
+        .args(["rev-parse", ":src/lib.rs"])
+        .current_dir(env.ws.path())
+        .output()
+        .unwrap();
+    let oid = String::from_utf8(oid.stdout).unwrap();
+    let oid = oid.trim();
+    let object = env.path(&format!(".git/objects/{}/{}", &oid[..2], &oid[2..]));
+    std::fs::remove_file(object).unwrap();
+    let cmd = "echo changed > src/lib.rs && echo new > new.txt";
+    let said = ok(run(&env, Some("a"), &["run", "--", "sh", "-c", cmd]), "run");
+    assert!(
+        said.contains("src/lib.rs  not backed up: git's copy is gone"),
+        "{said}"
+    );
+    let undo = ok(run(&env, Some("a"), &["undo"]), "undo");
+    assert!(undo.contains("never backed up: src/lib.rs"), "{undo}");
+    assert!(!env.path("new.txt").exists(), "{undo}");
+    assert_eq!(util::read_text(env.path("src/lib.rs")), "changed\n");
+}

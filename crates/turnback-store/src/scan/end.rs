@@ -286,8 +286,11 @@ impl Session {
                 _ => None,
             })
             .collect();
-        let mut objects = git::copy_objects(ws.root(), self.blobs(), &wanted)?.into_iter();
-        let mut stored = !wanted.is_empty();
+        let objects = git::copy_objects(ws.root(), self.blobs(), &wanted)?;
+        // Only what git still had was stored: with every object missing
+        // there may be no blobs directory to sync.
+        let mut stored = objects.iter().any(Option::is_some);
+        let mut objects = objects.into_iter();
         let base = baseline::blobs_of(self.store().home(), &h.workspace);
         let paths: HashSet<&str> = candidates
             .iter()
