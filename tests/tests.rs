@@ -70,3 +70,5 @@ mod scan;
 mod hook_shell;
 // Lookups across sessions through the store's summary, with real processes.
 mod lookups;
+// Shell brackets that once lost or hid work: many files, links, ignored files, odd names.
+mod shell_losses;

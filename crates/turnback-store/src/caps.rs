@@ -128,17 +128,24 @@ pub(crate) fn enforce(idx: &mut Tracked, caps: Caps) -> Eviction {
         };
         let over = |count: usize, bytes: u64| count > caps.max_entries || bytes > caps.max_bytes;
         let entries = &idx.entries;
+        // Each step's entries found in one pass, and each step weighed
+        // once: a shell command's step may hold 100,000 entries, and
+        // looking for its members again from each of them is quadratic.
+        let mut groups: HashMap<u64, Vec<&crate::index::Entry>> = HashMap::new();
+        for e in entries {
+            if let Some(g) = e.group {
+                groups.entry(g).or_default().push(e);
+            }
+        }
         let mut evict: Vec<u64> = Vec::new();
-        let mut taken: HashSet<u64> = HashSet::new();
+        let mut weighed: HashSet<u64> = HashSet::new();
         for e in entries {
             if !over(count, bytes) {
                 break;
             }
-            if taken.contains(&e.seq) {
-                continue;
-            }
             let step: Vec<_> = match e.group {
-                Some(g) => entries.iter().filter(|x| x.group == Some(g)).collect(),
+                Some(g) if !weighed.insert(g) => continue,
+                Some(g) => groups.remove(&g).unwrap_or_default(),
                 None => vec![e],
             };
             let busy = |x: &&crate::index::Entry| {
@@ -148,7 +155,6 @@ pub(crate) fn enforce(idx: &mut Tracked, caps: Caps) -> Eviction {
                 continue;
             }
             for x in step {
-                taken.insert(x.seq);
                 evict.push(x.seq);
                 count -= 1;
                 release(&x.before, &mut bytes);

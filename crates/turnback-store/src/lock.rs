@@ -59,26 +59,38 @@ impl LockDir {
         self.0.join(to_hex(&h.finalize()))
     }
 
-    /// Takes the locks of `files` with `take`, in the order of their lock
-    /// names, so that no two callers can deadlock.
-    pub(crate) fn lock_sorted<E>(
-        &self,
-        files: &BTreeSet<PathBuf>,
-        mut take: impl FnMut(&Path) -> Result<LockGuard, E>,
-    ) -> Result<Vec<LockGuard>, E> {
+    /// The gate of every file lock: whoever takes a file's lock holds it
+    /// shared; whoever must hold more than [`MOST_FILE_LOCKS`] files at
+    /// once (a shell command that changed thousands) holds it exclusively
+    /// instead of each file's lock, so the descriptors a caller holds never
+    /// grow with its files (a macOS shell allows 256).
+    pub(crate) fn gate_path(&self) -> PathBuf {
+        self.0.join("gate")
+    }
+
+    /// `files` in the order of their lock names: taken in that order, no
+    /// two callers can deadlock.
+    pub(crate) fn sorted<'a>(&self, files: &'a BTreeSet<PathBuf>) -> Vec<(PathBuf, &'a Path)> {
         let mut by_lock: Vec<_> = files
             .iter()
-            .map(|file| (self.file_lock_path(file), file))
+            .map(|file| (self.file_lock_path(file), file.as_path()))
             .collect();
         by_lock.sort();
-        by_lock.iter().map(|(_, file)| take(file)).collect()
+        by_lock
     }
 }
 
-/// A held lock; dropping it releases the lock.
+/// The most file locks one caller holds at once: past it, it holds the gate
+/// ([`LockDir::gate_path`]) exclusively instead. Each held lock is an open
+/// descriptor, and a macOS shell's limit is 256.
+pub(crate) const MOST_FILE_LOCKS: usize = 32;
+
+/// A held lock; dropping it releases the lock (and then the gate it was
+/// taken under, once no other lock shares it).
 #[derive(Debug)]
 pub(crate) struct LockGuard {
     file: File,
+    gate: Option<std::sync::Arc<LockGuard>>,
 }
 
 /// How a lock request ended when it did not get the lock.
@@ -151,7 +163,7 @@ pub(crate) fn acquire(
         // Best effort: the note only improves a "busy" message.
         let _ = crate::sys::write_at(&file, &holder_note(holder), 0);
     }
-    Ok(LockGuard { file })
+    Ok(LockGuard { file, gate: None })
 }
 
 /// How many bytes a holder note takes in a lock file, always.
@@ -207,10 +219,17 @@ pub(crate) fn try_acquire(path: &Path) -> io::Result<Option<LockGuard>> {
 /// Takes the lock at `path` in `mode` only if that is possible right now.
 pub(crate) fn try_acquire_as(path: &Path, mode: Mode) -> io::Result<Option<LockGuard>> {
     let file = open(path)?;
-    Ok(try_take(&file, mode)?.then_some(LockGuard { file }))
+    Ok(try_take(&file, mode)?.then_some(LockGuard { file, gate: None }))
 }
 
 impl LockGuard {
+    /// This lock, held under `gate` (shared between the locks of one
+    /// caller): the gate is released only after the last of them.
+    pub(crate) fn under(mut self, gate: std::sync::Arc<LockGuard>) -> LockGuard {
+        self.gate = Some(gate);
+        self
+    }
+
     /// True when the locked file is still the one at `path`: a lock taken on a
     /// file that was renamed away meanwhile (with its directory) protects
     /// nothing at `path`.

@@ -91,16 +91,69 @@ enum OnDisk {
     Temps(Vec<MarkedTemp>),
 }
 
-/// Writes the marker durably, before the revert touches any file.
-pub(crate) fn write(dir: &SessionDir, files: Vec<MarkedFile>) -> Result<()> {
-    let marker = Marker { version: 2, files };
-    let bytes = serde_json::to_vec(&marker).expect("a marker always serializes");
+/// The first line of a marker written since version 3: then one
+/// [`MarkedFile`] a line, a later line of a file standing for it.
+const HEADER_V3: &[u8] = br#"{"version":3}"#;
+
+/// Writes the marker durably, before the revert touches any file: every
+/// file the revert will touch, one a line after the header.
+pub(crate) fn write(dir: &SessionDir, files: &[MarkedFile]) -> Result<()> {
+    let mut bytes = HEADER_V3.to_vec();
+    bytes.push(b'\n');
+    lines(files, &mut bytes);
     durable::replace(
         &dir.marker_path(),
         &dir.marker_temp_path(),
         &bytes,
         Durability::Full,
     )
+}
+
+/// Adds `files` (their states now known) to the marker, durably: appended,
+/// so a revert of 100,000 files writes each once more, not the whole list
+/// again for every chunk. A crash part way leaves a torn last line, which
+/// [`read`] skips: that chunk's files were not yet touched.
+pub(crate) fn append(dir: &SessionDir, files: &[MarkedFile]) -> Result<()> {
+    use std::io::Write;
+    let path = dir.marker_path();
+    let mut bytes = Vec::new();
+    lines(files, &mut bytes);
+    let mut f = crate::trust::open(crate::sys::store_file_options().append(true), &path)
+        .map_err(crate::trust::store_io("open", &path))?;
+    f.write_all(&bytes)
+        .map_err(crate::error::Error::io("append to", &path))?;
+    f.sync_data()
+        .map_err(crate::error::Error::io("sync", &path))
+}
+
+fn lines(files: &[MarkedFile], out: &mut Vec<u8>) {
+    for f in files {
+        serde_json::to_writer(&mut *out, f).expect("a marked file always serializes");
+        out.push(b'\n');
+    }
+}
+
+/// The files of a version 3 marker: a later line of a file stands for its
+/// earlier ones; a line that does not parse (torn by a crash) and what
+/// follows it are skipped.
+fn read_v3(body: &[u8]) -> Vec<MarkedFile> {
+    let mut files: Vec<MarkedFile> = Vec::new();
+    let mut at: std::collections::HashMap<(std::path::PathBuf, String), usize> =
+        std::collections::HashMap::new();
+    for line in body.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let Ok(f) = serde_json::from_slice::<MarkedFile>(line) else {
+            break;
+        };
+        let key = (f.workspace.path.clone(), f.path.clone());
+        match at.get(&key) {
+            Some(&i) => files[i] = f,
+            None => {
+                at.insert(key, files.len());
+                files.push(f);
+            }
+        }
+    }
+    files
 }
 
 /// True when a marker is there: a revert died, or one is under way.
@@ -125,6 +178,12 @@ pub(crate) fn read(dir: &SessionDir) -> Option<Vec<MarkedFile>> {
     }) else {
         return None;
     };
+    if let Some(body) = bytes
+        .strip_prefix(HEADER_V3)
+        .and_then(|b| b.strip_prefix(b"\n"))
+    {
+        return Some(read_v3(body));
+    }
     Some(match serde_json::from_slice::<OnDisk>(&bytes) {
         Ok(OnDisk::Files(m)) => m.files,
         Ok(OnDisk::Temps(temps)) => temps
@@ -156,6 +215,43 @@ mod tests {
             OnDisk::Temps(t) => assert_eq!(t[0].temp, ".turnback-0123456789abcdef.tmp"),
             OnDisk::Files(_) => panic!("read as the new marker"),
         }
+    }
+
+    #[test]
+    fn an_appended_line_stands_for_the_file_and_a_torn_one_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let sd = SessionDir::new(dir.path(), "s");
+        std::fs::create_dir_all(sd.path()).unwrap();
+        let file = |path: &str, overwritten: Option<FileState>| MarkedFile {
+            workspace: WorkspaceRoot {
+                path: "/w".into(),
+                dev: 1,
+                ino: 2,
+            },
+            path: path.into(),
+            temp: ".t".into(),
+            target: FileState::absent(),
+            overwritten,
+            done_when: DoneWhen::EntriesGone(vec![1]),
+        };
+        write(&sd, &[file("a", None), file("b", None)]).unwrap();
+        let held = FileState::present("ab".repeat(32), 3, 0o644);
+        append(&sd, &[file("b", Some(held.clone()))]).unwrap();
+        let read_back = read(&sd).unwrap();
+        assert_eq!(read_back.len(), 2);
+        assert_eq!(read_back[0].overwritten, None);
+        assert_eq!(read_back[1].overwritten, Some(held.clone()));
+        // A crash in the middle of the next append.
+        let mut torn = serde_json::to_vec(&file("a", Some(held))).unwrap();
+        torn.truncate(torn.len() / 2);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(sd.marker_path())
+            .unwrap();
+        std::io::Write::write_all(&mut f, &torn).unwrap();
+        let read_back = read(&sd).unwrap();
+        assert_eq!(read_back[0].overwritten, None, "the torn line was read");
+        assert!(read_back[1].overwritten.is_some());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! directories shared by every session. (`layout.rs` names what is where;
 //! listing the sessions is `listing.rs`.)
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::home;
 use crate::layout::{LOCKS_DIR, SESSIONS_DIR, SessionDir};
-use crate::lock::{self, LockDir, LockError, LockGuard, Mode};
+use crate::lock::{self, LockDir, LockError, LockGuard, MOST_FILE_LOCKS, Mode};
 use crate::relpath::RelPath;
 use crate::settings::Settings;
 use crate::trust::{self, Tightened};
@@ -211,8 +212,44 @@ impl Store {
     /// `file` (shared by every session), waiting at most the file lock
     /// timeout: then [`Error::FileBusy`], naming whoever holds it.
     pub(crate) fn lock_file(&self, file: &Path, holder: &str) -> Result<LockGuard> {
+        let gate = Arc::new(self.take_gate(file, Mode::Shared, holder)?);
         let path = self.locks.file_lock_path(file);
-        self.take_lock(&path, file, Mode::Exclusive, holder)
+        Ok(self
+            .take_lock(&path, file, Mode::Exclusive, holder)?
+            .under(gate))
+    }
+
+    /// Takes the locks of `files` (absolute real paths), in the order of
+    /// their lock names so that no two callers can deadlock; past
+    /// [`MOST_FILE_LOCKS`] files, the gate of every file lock exclusively
+    /// instead, so the descriptors held never grow with the files.
+    pub(crate) fn lock_files(
+        &self,
+        files: &BTreeSet<PathBuf>,
+        holder: &str,
+    ) -> Result<Vec<LockGuard>> {
+        let Some(first) = files.first() else {
+            return Ok(Vec::new());
+        };
+        if files.len() > MOST_FILE_LOCKS {
+            let holder = format!("{holder}, holding {} files", files.len());
+            return Ok(vec![self.take_gate(first, Mode::Exclusive, &holder)?]);
+        }
+        let gate = Arc::new(self.take_gate(first, Mode::Shared, holder)?);
+        self.locks
+            .sorted(files)
+            .into_iter()
+            .map(|(path, file)| {
+                let lock = self.take_lock(&path, file, Mode::Exclusive, holder)?;
+                Ok(lock.under(Arc::clone(&gate)))
+            })
+            .collect()
+    }
+
+    /// The gate of every file lock ([`LockDir::gate_path`]), in `mode`, for
+    /// a caller that wants the lock of `file` (named if it waits too long).
+    fn take_gate(&self, file: &Path, mode: Mode, holder: &str) -> Result<LockGuard> {
+        self.take_lock(&self.locks.gate_path(), file, mode, holder)
     }
 
     /// Takes, shared, the lock of the directory that holds `rel` in
@@ -237,9 +274,13 @@ impl Store {
     /// one holds it now: what settling a dead writer's change needs (its
     /// caller holds a session's lock, so never waits for a file's).
     pub(crate) fn try_lock_file(&self, file: &Path) -> Option<LockGuard> {
-        lock::try_acquire(&self.locks.file_lock_path(file))
+        let gate = lock::try_acquire_as(&self.locks.gate_path(), Mode::Shared)
             .ok()
-            .flatten()
+            .flatten()?;
+        let lock = lock::try_acquire(&self.locks.file_lock_path(file))
+            .ok()
+            .flatten()?;
+        Some(lock.under(Arc::new(gate)))
     }
 
     /// The exclusive lock of workspace directory `dir` if no writer holds it

@@ -1,7 +1,7 @@
 //! The index as replayed: the snapshot with every journal line applied, and
 //! the lookups a change needs in less than a scan of it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -179,19 +179,93 @@ impl State {
         }
     }
 
+    /// Drops the entries `seqs` (a run of one line's ops) in one pass:
+    /// dropping them one by one from the sorted list moves the rest each
+    /// time, quadratic for an undo of a shell command's 100,000 files.
+    fn drop_entries(&mut self, seqs: Vec<u64>) -> std::result::Result<(), String> {
+        if let [seq] = seqs[..] {
+            return match self.drop_entry(seq) {
+                true => Ok(()),
+                false => Err(format!("drops entry {seq}, which does not exist")),
+            };
+        }
+        let mut wanted: HashSet<u64> = HashSet::with_capacity(seqs.len());
+        for &seq in &seqs {
+            if !wanted.insert(seq) || position(&self.index.entries, seq, |e| e.seq).is_none() {
+                return Err(format!("drops entry {seq}, which does not exist"));
+            }
+        }
+        let entries = std::mem::take(&mut self.index.entries);
+        let (gone, kept): (Vec<Entry>, Vec<Entry>) =
+            entries.into_iter().partition(|e| wanted.contains(&e.seq));
+        self.index.entries = kept;
+        for old in &gone {
+            self.forget(old);
+        }
+        Ok(())
+    }
+
+    /// Puts the entries of a run of one line's ops, each as
+    /// [`State::put_entry`] would, but new ones inserted among the others
+    /// by one sort rather than one move of the list each (a redo of a shell
+    /// command puts back 100,000).
+    fn put_entries(&mut self, run: Vec<Entry>) {
+        let tail = self.index.entries.last().map(|e| e.seq);
+        let in_order = run.windows(2).all(|w| w[0].seq < w[1].seq)
+            && run.first().is_none_or(|e| tail.is_none_or(|t| t < e.seq));
+        if run.len() < 8 || in_order {
+            for entry in run {
+                self.put_entry(entry);
+            }
+            return;
+        }
+        let mut new = Vec::new();
+        for entry in run {
+            match position(&self.index.entries, entry.seq, |e| e.seq) {
+                Some(at) => {
+                    let old = std::mem::replace(&mut self.index.entries[at], entry.clone());
+                    self.forget(&old);
+                    self.note(&entry);
+                }
+                None => new.push(entry),
+            }
+        }
+        // A later op of the run for the same seq wins, as one by one.
+        new.reverse();
+        new.sort_by_key(|e| e.seq);
+        new.dedup_by_key(|e| e.seq);
+        for entry in &new {
+            self.note(entry);
+        }
+        self.index.entries.extend(new);
+        self.index.entries.sort_by_key(|e| e.seq);
+    }
+
     /// Applies one journal line's ops; `Err` names what did not fit.
     pub(super) fn apply(&mut self, ops: Vec<Op>) -> std::result::Result<(), String> {
         let mut recorded = Vec::new();
-        for op in ops {
+        let mut ops = ops.into_iter().peekable();
+        while let Some(op) = ops.next() {
             match op {
                 Op::Entry(entry) => {
                     index_check::check_entry(&entry)?;
-                    self.put_entry(entry);
+                    let mut run = vec![entry];
+                    while let Some(Op::Entry(_)) = ops.peek() {
+                        let Some(Op::Entry(e)) = ops.next() else {
+                            unreachable!("peeked")
+                        };
+                        index_check::check_entry(&e)?;
+                        run.push(e);
+                    }
+                    self.put_entries(run);
                 }
                 Op::DropEntry(seq) => {
-                    if !self.drop_entry(seq) {
-                        return Err(format!("drops entry {seq}, which does not exist"));
+                    let mut seqs = vec![seq];
+                    while let Some(&Op::DropEntry(s)) = ops.peek() {
+                        seqs.push(s);
+                        ops.next();
                     }
+                    self.drop_entries(seqs)?;
                 }
                 Op::Landed(seq) => {
                     let mut entry = self

@@ -20,8 +20,15 @@ pub(super) struct Applied<'p> {
 }
 
 /// How many files [`apply`] prepares at once: each holds two descriptors
-/// (its directory and its new contents) until it is renamed into place.
-const CHUNK: usize = 64;
+/// (its directory and its new contents) until it is renamed into place, and
+/// one lock of its directory; fewer where the process may open fewer
+/// descriptors, keeping room for the rest.
+fn chunk_size() -> usize {
+    const MOST: usize = 64;
+    let limit = crate::sys::open_file_limit().unwrap_or(1024);
+    let room = usize::try_from(limit.saturating_sub(48) / 4).unwrap_or(MOST);
+    room.clamp(4, MOST)
+}
 
 /// Restores the files of `plans` in order, writing the revert down
 /// ([`marker`]) before any temporary gets a name and before any file is
@@ -89,16 +96,17 @@ pub(super) fn apply<'p>(
     Ok(applied)
 }
 
-/// The plans in chunks of at most [`CHUNK`], in order. A chunk ends after a
+/// The plans in chunks of at most [`chunk_size`], in order. A chunk ends after a
 /// file that becomes a directory again: what goes inside it is prepared in
 /// the next one, once the directory is there.
 fn chunks(plans: &[FilePlan]) -> Vec<Vec<usize>> {
+    let size = chunk_size();
     let mut out = Vec::new();
     let mut chunk = Vec::new();
     for (i, p) in plans.iter().enumerate() {
         chunk.push(i);
         let file_to_dir = p.touches() && p.target.is_dir() && p.now.exists && !p.now.is_dir();
-        if chunk.len() == CHUNK || file_to_dir {
+        if chunk.len() == size || file_to_dir {
             out.push(std::mem::take(&mut chunk));
         }
     }
@@ -117,10 +125,23 @@ struct Marking {
 impl Marking {
     fn write(&mut self, session: &Session) -> Result<()> {
         if !self.files.is_empty() {
-            marker::write(session.session_dir(), self.files.clone())?;
+            marker::write(session.session_dir(), &self.files)?;
             self.written = true;
         }
         Ok(())
+    }
+
+    /// Says durably what the files at `slots` hold now, before they are
+    /// replaced: appended to the marker once it is written.
+    fn update(&mut self, session: &Session, slots: &[usize]) -> Result<()> {
+        if !self.written {
+            return self.write(session);
+        }
+        let changed: Vec<MarkedFile> = slots.iter().map(|&at| self.files[at].clone()).collect();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        marker::append(session.session_dir(), &changed)
     }
 }
 
@@ -190,12 +211,14 @@ fn apply_chunk<'p>(
         });
     }
     if keep {
+        let mut slots = Vec::with_capacity(chunk.len());
         for (&i, f) in chunk.iter().zip(&found) {
             if let Some(at) = slot[i] {
                 marker.files[at].overwritten = f.clone();
+                slots.push(at);
             }
         }
-        if let Err(e) = marker.write(session) {
+        if let Err(e) = marker.update(session, &slots) {
             return fail(e);
         }
     }

@@ -2,7 +2,7 @@
 //! session left it, already back, changed since (and by whom), or never
 //! committed; and the report a plan becomes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::{ChangedBy, Conflict, ConflictReason, Error, Result};
@@ -52,17 +52,26 @@ impl FilePlan {
 /// Groups the selected entries by file, newest first; each file goes back to
 /// the "before" of its oldest selected entry.
 pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
+    // Sets and maps, not scans of lists: a shell command's step may hold
+    // 100,000 files.
     let mut plans: Vec<FilePlan> = Vec::new();
+    let mut by_file: HashMap<PathBuf, usize> = HashMap::new();
+    let wanted: HashSet<u64> = seqs.iter().copied().collect();
     let mut selected: Vec<&Entry> = idx
         .entries
         .iter()
-        .filter(|e| seqs.contains(&e.seq))
+        .filter(|e| wanted.contains(&e.seq))
         .collect();
     selected.sort_by_key(|e| std::cmp::Reverse(e.seq));
     for e in selected {
         let temp = e.in_flight.as_ref().and_then(|f| f.temp.clone());
         let shared = e.scan.iter().flat_map(|m| m.shared_with.clone());
-        match plans.iter_mut().find(|p| p.file() == e.absolute_path()) {
+        let file = e.absolute_path();
+        let at = by_file.get(&file).copied();
+        if at.is_none() {
+            by_file.insert(file, plans.len());
+        }
+        match at.map(|i| &mut plans[i]) {
             Some(p) => {
                 p.shared_with.extend(shared);
                 p.scan |= e.scan.is_some();
@@ -93,14 +102,18 @@ pub(super) fn plan(idx: &Index, seqs: &[u64]) -> Vec<FilePlan> {
 /// The files a redo puts back: each to what the revert found, expected to be
 /// as the revert left it.
 pub(super) fn redo_plans(record: &RevertRecord) -> Vec<FilePlan> {
+    let mut of_file: HashMap<PathBuf, Vec<&Entry>> = HashMap::new();
+    for e in &record.entries {
+        of_file.entry(e.absolute_path()).or_default().push(e);
+    }
     let mut plans: Vec<FilePlan> = record
         .files
         .iter()
         .filter_map(|f| {
-            let file = f.absolute_path();
-            let of_file = || record.entries.iter().filter(|e| e.absolute_path() == file);
-            let mut seqs: Vec<u64> = of_file().map(|e| e.seq).collect();
-            let scan = of_file().any(|e| e.scan.is_some());
+            let of_file = of_file.get(&f.absolute_path());
+            let mut seqs: Vec<u64> =
+                of_file.map_or(Vec::new(), |es| es.iter().map(|e| e.seq).collect());
+            let scan = of_file.is_some_and(|es| es.iter().any(|e| e.scan.is_some()));
             seqs.sort_by_key(|s| std::cmp::Reverse(*s));
             Some(FilePlan {
                 root: f.workspace.clone(),

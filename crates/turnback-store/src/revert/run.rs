@@ -127,9 +127,10 @@ pub(crate) fn revert_entries(
 
 /// The absolute paths of the files the entries `seqs` change.
 fn files_of(idx: &Index, seqs: &[u64]) -> BTreeSet<PathBuf> {
+    let wanted: std::collections::HashSet<u64> = seqs.iter().copied().collect();
     idx.entries
         .iter()
-        .filter(|e| seqs.contains(&e.seq))
+        .filter(|e| wanted.contains(&e.seq))
         .map(Entry::absolute_path)
         .collect()
 }

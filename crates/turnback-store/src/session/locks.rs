@@ -19,12 +19,10 @@ impl Session {
             .lock(mode, self.store.options().session_lock_timeout)
     }
 
-    /// Takes the locks of `files` (absolute real paths), in the order of
-    /// their lock names so that no two callers can deadlock.
+    /// Takes the locks of `files` (absolute real paths)
+    /// ([`crate::Store::lock_files`]: past a few dozen, one gate instead).
     pub(crate) fn lock_files(&self, files: &BTreeSet<PathBuf>) -> Result<Vec<LockGuard>> {
-        self.store
-            .locks()
-            .lock_sorted(files, |file| self.lock_file_at(file))
+        self.store.lock_files(files, &self.holder())
     }
 
     /// Takes the lock shared by every session on one real file.

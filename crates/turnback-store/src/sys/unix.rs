@@ -215,6 +215,12 @@ pub(crate) fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
+/// How many descriptors this process may have open (the soft limit), if it
+/// says: a macOS shell's default is 256.
+pub(crate) fn open_file_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+}
+
 /// Owner, and permission bits, of a file's metadata.
 pub(crate) fn owner_and_mode(md: &std::fs::Metadata) -> (u32, u32) {
     use std::os::unix::fs::MetadataExt;

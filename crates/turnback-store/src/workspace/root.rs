@@ -235,7 +235,11 @@ impl Workspace {
             match dir.symlink_metadata(comp) {
                 Ok(md) if md.is_symlink() => return Err(unsafe_path("a symbolic link")),
                 Ok(md) if !md.is_dir() => return Err(unsafe_path("not a directory")),
-                Ok(_) => continue, // appeared since the open: open it again
+                // Appeared since the open: open it again.
+                Ok(_) if err.kind() == io::ErrorKind::NotFound => continue,
+                // There, but it could not be opened (too many open files,
+                // no permission): that error, not a race.
+                Ok(_) => return Err(Error::io("open directory", display())(err)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(_) => return Err(Error::io("open directory", display())(err)),
             }
