@@ -16,8 +16,8 @@ Exit codes:
   0  done
   1  error (the message says what, and a hint what to do)
   2  usage: a flag, argument or session is missing or wrong
-  3  refused: a file changed since the session wrote it, or is in an unrelated
-     workspace; nothing was touched";
+  3  refused: a file changed since the session wrote it, a symbolic link stands
+     where it goes back, or it is in an unrelated workspace; nothing was touched";
 
 /// A safety net under every file an AI coding agent edits.
 ///

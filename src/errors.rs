@@ -222,7 +222,15 @@ pub fn row(kind: Kind) -> Row {
         E::NotRegularFile => text("not-regular-file", "turnback protects regular files only"),
         E::FileNotFound => text("file-not-found", "check the path; nothing was changed"),
         E::NonUtf8Path => error("non-utf8-path"),
-        E::UnsafePath => text("unsafe-path", put_back),
+        // Found before anything is written (a link where a directory or a
+        // file was): a refusal, as a changed file is.
+        E::UnsafePath => Row {
+            exit_code: EXIT_REFUSED,
+            ..text(
+                "unsafe-path",
+                "move the symbolic link (or what else is in the way) aside, then try again; nothing was written",
+            )
+        },
         E::WorkspaceMoved => text("workspace-moved", put_back),
         E::FileBusy => text("file-busy", busy),
         E::SessionBusy => text("session-busy", busy),

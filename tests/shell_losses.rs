@@ -50,3 +50,124 @@ fn a_command_that_makes_many_files_is_recorded_and_undone_under_a_low_file_limit
     assert_eq!(std::fs::read_dir(env.path("g")).unwrap().count(), files);
     assert_eq!(std::fs::read(env.path("kept.txt")).unwrap(), b"after\n");
 }
+
+/// A file and a directory a command replaced by symbolic links: recorded
+/// as removed from the backups the beginning took; the undo refuses (exit
+/// code 3, nothing written, nothing followed) while the links are in the
+/// way, and brings everything back once they are gone.
+#[test]
+fn what_a_command_replaced_by_a_link_comes_back_once_the_link_is_gone() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("f"), "outside\n").unwrap();
+    std::fs::write(env.path("notes.txt"), "notes\n").unwrap();
+    std::fs::create_dir(env.path("d")).unwrap();
+    std::fs::write(env.path("d/f"), "inner\n").unwrap();
+    let cmd = format!(
+        "ln -sf {0}/f notes.txt && rm -rf d && ln -s {0} d",
+        outside.path().display()
+    );
+    let out = env
+        .cmd(Some("agent"))
+        .args(["--json", "run", "--", "sh", "-c", &cmd])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    let mut recorded: Vec<(&str, &str)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["path"].as_str().unwrap(), c["change"].as_str().unwrap()))
+        .collect();
+    recorded.sort();
+    assert_eq!(
+        recorded,
+        [
+            ("d", "deleted"),
+            ("d/f", "deleted"),
+            ("notes.txt", "deleted")
+        ],
+        "{report}"
+    );
+    let refused = env.cmd(Some("agent")).arg("undo").output().unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    assert_eq!(
+        std::fs::read(outside.path().join("f")).unwrap(),
+        b"outside\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(env.path("d"))
+            .unwrap()
+            .is_symlink()
+    );
+    std::fs::remove_file(env.path("notes.txt")).unwrap();
+    std::fs::remove_file(env.path("d")).unwrap();
+    ok(
+        env.cmd(Some("agent")).arg("undo").output().unwrap(),
+        "undo once the links are gone",
+    );
+    assert_eq!(std::fs::read(env.path("notes.txt")).unwrap(), b"notes\n");
+    assert_eq!(std::fs::read(env.path("d/f")).unwrap(), b"inner\n");
+    assert_eq!(
+        std::fs::read(outside.path().join("f")).unwrap(),
+        b"outside\n"
+    );
+}
+
+/// A step that only edits `.gitignore` brings the user's ignored files
+/// into scope: they were there before, so they are not recorded as made,
+/// and the undo leaves them; what the command did make is still undone.
+#[test]
+fn an_ignore_file_edit_never_makes_the_ignored_files_the_commands() {
+    let env = Env::new();
+    let ws = env.ws.path();
+    std::fs::write(ws.join(".gitignore"), "*.env\nlocal/\n").unwrap();
+    std::fs::write(ws.join("secret.env"), "TOKEN=1\n").unwrap();
+    std::fs::create_dir(ws.join("local")).unwrap();
+    std::fs::write(ws.join("local/conf"), "conf\n").unwrap();
+    let git = |args: &[&str]| {
+        let st = Command::new("git")
+            .args(args)
+            .current_dir(ws)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output();
+        st.is_ok_and(|o| o.status.success())
+    };
+    if !git(&["init", "-q"]) {
+        crate::util::skip(
+            "an_ignore_file_edit_never_makes_the_ignored_files_the_commands",
+            "git is not installed here",
+        );
+        return;
+    }
+    let out = env
+        .cmd(Some("agent"))
+        .args([
+            "--json",
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo '*.log' > .gitignore && echo new > made.txt",
+        ])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    let mut recorded: Vec<&str> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    recorded.sort();
+    assert_eq!(recorded, [".gitignore", "made.txt"], "{report}");
+    ok(env.cmd(Some("agent")).arg("undo").output().unwrap(), "undo");
+    assert_eq!(std::fs::read(ws.join("secret.env")).unwrap(), b"TOKEN=1\n");
+    assert_eq!(std::fs::read(ws.join("local/conf")).unwrap(), b"conf\n");
+    assert_eq!(
+        std::fs::read(ws.join(".gitignore")).unwrap(),
+        b"*.env\nlocal/\n"
+    );
+    assert!(!ws.join("made.txt").exists());
+}

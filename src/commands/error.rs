@@ -37,6 +37,23 @@ impl CliError {
         }
     }
 
+    /// This error, said of the commit of scan `scan` of `session` after
+    /// its command ran: the command's changes are NOT recorded yet, and the
+    /// hint says how to record them (or put them back) once the cause is
+    /// fixed. Never "nothing was lost": the files have changed.
+    pub(crate) fn scan_not_recorded(self, scan: &str, session: &str) -> Self {
+        CliError {
+            message: format!(
+                "the command ran, but what it changed is NOT recorded yet: {}",
+                self.message
+            ),
+            hint: Some(format!(
+                "its scan is still open: once the cause is fixed, `turnback --session {session} commit {scan}` records the changes (`turnback --session {session} rollback {scan}` puts the files back instead)"
+            )),
+            ..self
+        }
+    }
+
     /// A usage error: exit code 2.
     pub(crate) fn usage(message: impl Into<String>, hint: &str) -> Self {
         CliError::new(message, Some(hint.into())).kind(Kind::Usage)

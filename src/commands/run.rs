@@ -85,7 +85,10 @@ pub(crate) fn run(ctx: &Context, args: &RunArgs) -> Result<Scanned, CliError> {
         128 + status.signal().unwrap_or(0)
     });
     // Recorded even when the command failed: what it did half way is undoable.
-    let report = session.commit_watched_scan(scan)?;
+    let id = scan.id().to_owned();
+    let report = session
+        .commit_watched_scan(scan)
+        .map_err(|e| CliError::from(e).scan_not_recorded(&id, session.id()))?;
     Ok(Scanned {
         report,
         exit_code: Some(code),

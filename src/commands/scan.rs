@@ -32,10 +32,17 @@ fn unrecorded(u: &Unrecorded) -> (&str, &'static str, String) {
         Unrecorded::Link { path, before, now } => (
             path,
             "symbolic-link",
-            format!(
-                "{}: not undone (turnback records no symbolic link, and follows none)",
-                turnback::text::link_change(before, now)
-            ),
+            match before {
+                // What the link replaced is recorded as removed.
+                PathKind::File | PathKind::Directory => format!(
+                    "{}: the link is not undone (turnback records no symbolic link, and follows none); what it replaced comes back with an undo once the link is gone",
+                    turnback::text::link_change(before, now)
+                ),
+                _ => format!(
+                    "{}: not undone (turnback records no symbolic link, and follows none)",
+                    turnback::text::link_change(before, now)
+                ),
+            },
         ),
         Unrecorded::UnderLink { path, link } => (
             path,

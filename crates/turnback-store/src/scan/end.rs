@@ -25,7 +25,8 @@ use super::dirs::{self, DirChanges};
 use super::git;
 use super::links;
 use super::record::{self, Header, Record, Source};
-use super::report::{self, RolledBack, ScanChangeKind, ScanReport, Unrecorded};
+use super::report::{self, PathKind, RolledBack, ScanChangeKind, ScanReport, Unrecorded};
+use super::unscoped;
 use super::walk::Stat;
 use super::watch::{Live, Touched};
 
@@ -184,6 +185,12 @@ impl Session {
             .iter()
             .filter_map(|u| match u {
                 Unrecorded::RecordedBy { .. } => None,
+                // What the link replaced is recorded, and undone once the
+                // link is gone.
+                Unrecorded::Link {
+                    before: PathKind::File | PathKind::Directory,
+                    ..
+                } => None,
                 Unrecorded::Link { path, .. }
                 | Unrecorded::UnderLink { path, .. }
                 | Unrecorded::TooBig { path, .. }
@@ -276,6 +283,8 @@ impl Session {
         unrecorded: &mut Vec<Unrecorded>,
     ) -> Result<Vec<Found>> {
         let h = &rec.header;
+        // What was there before, out of scope, is not the command's.
+        let candidates = unscoped::sort_out(h.clock, ws.root(), candidates, &mut dirs, unrecorded);
         // What a link is part of is reported, not recorded.
         let candidates = links::sort_out(ws, candidates, &mut dirs, unrecorded);
         // Git objects first, in one `git cat-file`.

@@ -1,8 +1,9 @@
-//! The symbolic links a command made, removed or changed, and what a link now
-//! stands in the way of (the files of a directory it replaced): reported as
-//! not undone, never recorded, never followed. A revert reaches files only
-//! through the workspace capability, which refuses a link on the way, so an
-//! entry for any of them would stop the undo of the whole step.
+//! The symbolic links a command made, removed or changed: reported as not
+//! undone, never recorded, never followed. What a link replaced (a file, or
+//! a directory and its files) is recorded as removed, from the backup the
+//! beginning took: an undo refuses while the link stands in its way (the
+//! workspace capability refuses a link on the way) and restores it once the
+//! link is gone.
 
 use crate::workspace::Workspace;
 
@@ -36,7 +37,17 @@ pub(super) fn sort_out(
     let mut rest = Vec::with_capacity(candidates.len());
     for c in candidates {
         if let Some(link) = under(&c.path) {
-            unrecorded.push(Unrecorded::UnderLink { path: c.path, link });
+            if c.before
+                .as_ref()
+                .is_some_and(|b| !matches!(b.source, Source::Link(_)))
+            {
+                // A file of a directory the link replaced: gone from the
+                // workspace, its backup in hand. Never looked at through
+                // the link.
+                rest.push(Candidate { now: None, ..c });
+            } else {
+                unrecorded.push(Unrecorded::UnderLink { path: c.path, link });
+            }
             continue;
         }
         let was = match c.before.as_ref().map(|b| &b.source) {
@@ -53,10 +64,19 @@ pub(super) fn sort_out(
         }
         // What else is there on the other side: a file, or a directory
         // (whose change goes with the link's), or nothing.
+        // A file or a directory the link replaced is recorded as removed
+        // (the beginning backed it up; an undo refuses while the link is in
+        // its way); the link itself is only reported.
         let before = match was {
             Some(target) => PathKind::Link { target },
-            None if c.before.is_some() => PathKind::File,
-            None if dirs.removed.remove(&c.path).is_some() => PathKind::Directory,
+            None if c.before.is_some() => {
+                rest.push(Candidate {
+                    now: None,
+                    ..c.clone()
+                });
+                PathKind::File
+            }
+            None if dirs.removed.contains_key(&c.path) => PathKind::Directory,
             None => PathKind::Absent,
         };
         let now = match is {
@@ -71,17 +91,9 @@ pub(super) fn sort_out(
             now,
         });
     }
-    // The directories that were where a link leads now: gone as far as the
-    // workspace goes, and out of reach.
-    let gone: Vec<(String, String)> = dirs
-        .removed
-        .keys()
-        .filter_map(|d| Some((d.clone(), under(d)?)))
-        .collect();
-    for (path, link) in gone {
-        dirs.removed.remove(&path);
-        unrecorded.push(Unrecorded::UnderLink { path, link });
-    }
+    // The directories that were where a link leads now stay in
+    // `dirs.removed`: gone as far as the workspace goes, recorded as removed.
+    rest.sort_by(|a, b| a.path.cmp(&b.path));
     rest
 }
 
@@ -98,9 +110,11 @@ mod tests {
     /// Symbolic links a command made, removed, changed, or put where a file or a
     /// directory was are reported exactly (what was there, what is), never
     /// recorded and never followed (not even to look at what was in the
-    /// directory a link replaced); the rest of the step undoes.
+    /// directory a link replaced). What a link replaced is recorded as
+    /// removed: the undo refuses while the link is in its way, then brings
+    /// it back once the link is gone.
     #[test]
-    fn symbolic_links_are_reported_exactly_never_followed_and_the_rest_undoes() {
+    fn symbolic_links_are_reported_never_followed_and_what_they_replaced_comes_back() {
         use std::os::unix::fs::symlink;
         let home = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -126,12 +140,22 @@ mod tests {
         symlink("t2", d.join("re")).unwrap();
         symlink("made-target", d.join("new")).unwrap();
         let r = s.commit_scan(&id).unwrap();
-        let kinds: Vec<_> = r
+        let mut kinds: Vec<_> = r
             .changes
             .iter()
             .map(|c| (c.path.as_str(), c.kind))
             .collect();
-        assert_eq!(kinds, [("a", crate::ScanChangeKind::Modified)]);
+        kinds.sort_by_key(|(p, _)| *p);
+        use crate::ScanChangeKind::{Deleted, Modified};
+        assert_eq!(
+            kinds,
+            [
+                ("a", Modified),
+                ("f", Deleted),
+                ("g", Deleted),
+                ("g/inner", Deleted)
+            ]
+        );
         let link = |t: &str| PathKind::Link { target: t.into() };
         let out = outside.path().to_string_lossy().into_owned();
         let l = |path: &str, before, now| Unrecorded::Link {
@@ -144,26 +168,41 @@ mod tests {
             [
                 l("f", PathKind::File, link("elsewhere")),
                 l("g", PathKind::Directory, link(&out)),
-                Unrecorded::UnderLink {
-                    path: "g/inner".into(),
-                    link: "g".into()
-                },
                 l("new", PathKind::Absent, link("made-target")),
                 l("old", link("old-target"), PathKind::Absent),
                 l("re", link("t1"), link("t2")),
             ]
         );
         let e = s.entries().unwrap();
-        assert_eq!(e.len(), 1);
+        assert_eq!(e.len(), 4);
         let marked = &e[0].scan.as_ref().unwrap().not_undoable;
-        assert_eq!(marked, &["f", "g", "g/inner", "new", "old", "re"]);
-        s.undo(crate::RevertOptions::default()).unwrap();
-        assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a\n");
+        assert_eq!(marked, &["new", "old", "re"]);
+        // The links stand in the way: refused, nothing written, nothing
+        // followed.
+        match s.undo(crate::RevertOptions::default()) {
+            Err(crate::Error::UnsafePath { .. }) => {}
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "b\n");
         assert_eq!(
             std::fs::read_to_string(outside.path().join("inner")).unwrap(),
             "outside\n",
             "nothing followed out of the workspace"
         );
         assert_eq!(std::fs::read_link(d.join("g")).unwrap(), outside.path());
+        // Once they are gone, everything they replaced comes back.
+        std::fs::remove_file(d.join("f")).unwrap();
+        std::fs::remove_file(d.join("g")).unwrap();
+        s.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a\n");
+        assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), "f\n");
+        assert_eq!(
+            std::fs::read_to_string(d.join("g/inner")).unwrap(),
+            "inner\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("inner")).unwrap(),
+            "outside\n"
+        );
     }
 }

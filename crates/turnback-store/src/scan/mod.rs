@@ -11,7 +11,8 @@
 //! durable record, `begin` taking it, `changes` comparing the workspace with
 //! it (`dirs` its directories, `links` the symbolic links it does not
 //! record), `end` committing or rolling back,
-//! `refuse` what a rollback checks before it touches anything, `report`
+//! `unscoped` what an ignore file's change brought into scope, `refuse` what a
+//! rollback checks before it touches anything, `report`
 //! what a scan reports, and `watch` where a bracket watched while its
 //! command ran looks again.
 
@@ -34,6 +35,7 @@ mod refuse;
 mod report;
 #[cfg(test)]
 mod tests;
+mod unscoped;
 mod walk;
 mod watch;
 #[cfg(all(test, target_os = "linux"))]
