@@ -171,3 +171,133 @@ fn an_ignore_file_edit_never_makes_the_ignored_files_the_commands() {
     );
     assert!(!ws.join("made.txt").exists());
 }
+
+/// A file this user may not read (root's 0600 file in the workspace) and
+/// one the command makes unreadable: each is reported as not backed up,
+/// and everything else the command did is recorded and undone; a change of
+/// mode alone needs no read. As root the commands run as `nobody` (root
+/// reads everything); otherwise as this user, over a file it made 000.
+#[test]
+fn an_unreadable_file_is_reported_and_the_rest_recorded() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let env = Env::new();
+    let root = rustix::process::geteuid().is_root();
+    // A binary, a workspace and a home `nobody` can reach.
+    let reach = tempfile::tempdir().unwrap();
+    let bin = reach.path().join("turnback");
+    std::fs::copy(crate::util::bin(), &bin).unwrap();
+    for p in [reach.path(), env.home.path(), env.ws.path()] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let ws = env.ws.path();
+    for (name, text) in [
+        ("a.txt", "a\n"),
+        ("b.txt", "b\n"),
+        ("m.txt", "m\n"),
+        ("secret", "s\n"),
+    ] {
+        std::fs::write(ws.join(name), text).unwrap();
+    }
+    std::fs::set_permissions(ws.join("secret"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let nobody = (65534, 65534);
+    if root {
+        for p in [env.home.path(), ws] {
+            std::os::unix::fs::chown(p, Some(nobody.0), Some(nobody.1)).unwrap();
+        }
+        for name in ["a.txt", "b.txt", "m.txt"] {
+            std::os::unix::fs::chown(ws.join(name), Some(nobody.0), Some(nobody.1)).unwrap();
+        }
+    }
+    let as_user = |args: &[&str]| {
+        let mut c = env.command(&bin, Some("agent"));
+        c.args(args);
+        if root {
+            c.uid(nobody.0).gid(nobody.1);
+        }
+        c.output().unwrap()
+    };
+    let edit = "echo A > a.txt && echo B > b.txt && chmod 000 b.txt && chmod 600 m.txt";
+    let out = as_user(&["--json", "run", "--", "sh", "-c", edit]);
+    let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    let mut recorded: Vec<(&str, &str)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["path"].as_str().unwrap(), c["change"].as_str().unwrap()))
+        .collect();
+    recorded.sort();
+    assert_eq!(
+        recorded,
+        [("a.txt", "modified"), ("m.txt", "mode-changed")],
+        "{report}"
+    );
+    let unrecorded = report["unrecorded"].as_array().unwrap();
+    assert_eq!(unrecorded.len(), 1, "{report}");
+    assert_eq!(unrecorded[0]["path"], "b.txt");
+    assert_eq!(unrecorded[0]["reason"], "no-backup");
+    // The unreadable secret changes under a second command: reported too.
+    let out = as_user(&[
+        "--json",
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "echo AA > a.txt && rm -f secret",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&ok(out, "run again")).unwrap();
+    let unrecorded = report["unrecorded"].as_array().unwrap();
+    assert_eq!(unrecorded.len(), 1, "{report}");
+    assert_eq!(unrecorded[0]["path"], "secret", "{report}");
+    ok(as_user(&["undo"]), "undo");
+    ok(as_user(&["undo"]), "undo again");
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"a\n");
+    assert_eq!(crate::util::mode_of(&ws.join("m.txt")) & 0o777, 0o644);
+}
+
+/// Two brackets of one session open at once in one workspace (two `turnback
+/// run`s side by side): what changed while both were open may be either's,
+/// so it is marked shared and an undo refuses (exit code 3) rather than
+/// take back the other command's work; the other bracket does not take
+/// again what the first recorded.
+#[test]
+fn two_brackets_of_one_session_at_once_do_not_take_each_others_changes() {
+    let env = Env::new();
+    std::fs::write(env.path("a.txt"), "a\n").unwrap();
+    let begin = || {
+        let out = env
+            .cmd(Some("agent"))
+            .args(["checkpoint", "--scan", "--message", "m"])
+            .output()
+            .unwrap();
+        ok(out, "checkpoint --scan").trim().to_owned()
+    };
+    let (first, second) = (begin(), begin());
+    assert_ne!(first, second);
+    std::fs::write(env.path("a.txt"), "changed by one of them\n").unwrap();
+    let committed = ok(
+        env.cmd(Some("agent"))
+            .args(["--json", "commit", &first])
+            .output()
+            .unwrap(),
+        "commit the first",
+    );
+    let report: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    assert_eq!(report["changes"][0]["path"], "a.txt", "{report}");
+    assert_eq!(report["changes"][0]["shared_with"][0], "agent", "{report}");
+    let committed = ok(
+        env.cmd(Some("agent"))
+            .args(["--json", "commit", &second])
+            .output()
+            .unwrap(),
+        "commit the second",
+    );
+    let report: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    assert_eq!(report["changes"].as_array().unwrap().len(), 0, "{report}");
+    let refused = env.cmd(Some("agent")).arg("undo").output().unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    assert_eq!(
+        std::fs::read(env.path("a.txt")).unwrap(),
+        b"changed by one of them\n"
+    );
+}

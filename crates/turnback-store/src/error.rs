@@ -506,6 +506,12 @@ impl Error {
         matches!(self, Error::Refused { .. })
     }
 
+    /// True for an I/O error the system gave because this user may not
+    /// read (or open) the file: one such file is reported, not fatal.
+    pub(crate) fn is_permission_denied(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::PermissionDenied)
+    }
+
     pub(crate) fn io(
         op: &'static str,
         path: impl Into<PathBuf>,

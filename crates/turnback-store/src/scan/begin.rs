@@ -330,10 +330,15 @@ impl Sources<'_> {
                     let Some(rel) = RelPath::new(path) else {
                         return Ok(());
                     };
-                    match self.workspace.open_regular(&rel)? {
+                    match self.workspace.open_regular(&rel) {
                         // Gone meanwhile: the commit sees it as absent.
-                        None => return Ok(()),
-                        Some(mut f) => Source::Baseline(b.store(path, stat, racy, &mut f)?),
+                        Ok(None) => return Ok(()),
+                        Ok(Some(mut f)) => Source::Baseline(b.store(path, stat, racy, &mut f)?),
+                        // One file no one let us read (a root-owned 0600
+                        // file) must not switch protection off for the
+                        // rest: a change of it is reported as not backed up.
+                        Err(e) if e.is_permission_denied() => Source::Unreadable,
+                        Err(e) => return Err(e),
                     }
                 }
             }

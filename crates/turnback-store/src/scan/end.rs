@@ -335,6 +335,14 @@ impl Session {
                     unrecorded.push(Unrecorded::TooBig { path, size });
                     continue;
                 }
+                Some(Source::Unreadable) => {
+                    unrecorded.push(Unrecorded::NoBackup {
+                        path,
+                        reason: "it could not be read when the command began (permission denied)"
+                            .into(),
+                    });
+                    continue;
+                }
                 Some(Source::Git(_)) => {
                     let b = c.before.as_ref().expect("a source");
                     match objects.next().flatten() {
@@ -373,7 +381,35 @@ impl Session {
                 }
                 // Gone, or a directory now (its files are candidates).
                 None => dirs.after(&path).unwrap_or_else(FileState::absent),
-                Some(_) => ws.current_state(&rel)?,
+                Some(st) => match ws.current_state(&rel) {
+                    Ok(now) => now,
+                    // Made unreadable by the command: a change of its mode
+                    // alone (its size and time as they were) needs no read;
+                    // any other is reported, and the rest recorded.
+                    Err(e) if e.is_permission_denied() => {
+                        let was = c.before.as_ref().map(|b| b.stat);
+                        match was {
+                            Some(w)
+                                if before.sha256.is_some()
+                                    && w.size == st.size
+                                    && w.times[..2] == st.times[..2] =>
+                            {
+                                FileState {
+                                    mode: Some(st.perms()),
+                                    ..before.clone()
+                                }
+                            }
+                            _ => {
+                                unrecorded.push(Unrecorded::NoBackup {
+                                    path,
+                                    reason: "it could not be read after the command (permission denied): its change is not recorded".into(),
+                                });
+                                continue;
+                            }
+                        }
+                    }
+                    Err(e) => return Err(e),
+                },
             };
             if now.same_state(&before) {
                 continue;
@@ -421,16 +457,18 @@ impl Session {
         Ok(out)
     }
 
-    /// Other sessions' scans open on the same workspace, with the clock
-    /// each began at.
+    /// The other scans open on the same workspace (other sessions', and
+    /// this session's own other brackets: two `turnback run`s at once in
+    /// one workspace must not take each other's changes), each as its
+    /// session with the clock it began at.
     fn other_open_scans(&self, h: &Header) -> Result<Vec<(String, [i64; 2])>> {
         let mut out = Vec::new();
         for sid in self.store().session_ids()? {
-            if sid == self.id() {
-                continue;
-            }
             let dir = self.store().session_dir(&sid);
             for id in record::list(&dir) {
+                if sid == self.id() && id == h.id {
+                    continue;
+                }
                 if let Ok(Some(r)) = record::load(&dir, &id, false)
                     && r.header.workspace.path == h.workspace.path
                 {
@@ -471,7 +509,8 @@ fn attribute(
     }
     let mut shared_with: Vec<String> = others
         .iter()
-        .filter(|(s, e)| e.path == path && s != me)
+        // This session's own other brackets count as another's would.
+        .filter(|(s, e)| e.path == path && (s != me || e.scan.is_some()))
         .map(|(s, _)| s.clone())
         .collect();
     shared_with.extend(
