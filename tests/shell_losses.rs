@@ -301,3 +301,72 @@ fn two_brackets_of_one_session_at_once_do_not_take_each_others_changes() {
         b"changed by one of them\n"
     );
 }
+
+/// Names that are not UTF-8: a tracked one no longer fails every scan in
+/// git, and outside git or in it a command that deletes, changes or makes
+/// one is never "changed no file": each is reported as not backed up, by
+/// its bytes, and the rest of the command is recorded and undone.
+#[test]
+fn a_name_that_is_not_utf8_never_fails_the_scan_nor_hides_its_change() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    for in_git in [false, true] {
+        let env = Env::new();
+        let ws = env.ws.path();
+        std::fs::write(ws.join(OsStr::from_bytes(b"caf\xe9.txt")), "cafe\n").unwrap();
+        std::fs::write(ws.join(OsStr::from_bytes(b"ke\xe9p.txt")), "keep\n").unwrap();
+        std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+        if in_git {
+            let git = |args: &[&str]| {
+                Command::new("git")
+                    .args(args)
+                    .current_dir(ws)
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                    .env("GIT_AUTHOR_NAME", "t")
+                    .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+                    .env("GIT_COMMITTER_NAME", "t")
+                    .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            };
+            if !git(&["init", "-q"]) {
+                crate::util::skip(
+                    "a_name_that_is_not_utf8_never_fails_the_scan_nor_hides_its_change",
+                    "git is not installed here",
+                );
+                return;
+            }
+            assert!(git(&["add", "-A"]) && git(&["commit", "-qm", "start"]));
+        }
+        // The command's names come from the shell's own octal escapes.
+        let edit = r#"rm caf*.txt && echo b > a.txt && echo n > "$(printf 'n\351w')""#;
+        let out = env
+            .cmd(Some("agent"))
+            .args(["--json", "run", "--", "sh", "-c", edit])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+        let recorded: Vec<&str> = report["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(recorded, ["a.txt"], "in git: {in_git}: {report}");
+        let mut unrecorded: Vec<(&str, &str)> = report["unrecorded"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| (u["path"].as_str().unwrap(), u["reason"].as_str().unwrap()))
+            .collect();
+        unrecorded.sort();
+        assert_eq!(
+            unrecorded,
+            [("caf\\xe9.txt", "no-backup"), ("n\\xe9w", "no-backup")],
+            "in git: {in_git}: {report}"
+        );
+        ok(env.cmd(Some("agent")).arg("undo").output().unwrap(), "undo");
+        assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"a\n");
+    }
+}

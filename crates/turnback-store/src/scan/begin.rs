@@ -243,6 +243,7 @@ impl Session {
             limit: opts.size_limit,
             dirs: found.dirs.into_iter().map(|(d, m)| (d, Some(m))).collect(),
             skipped,
+            unnamed: found.unnamed,
         };
         record::save(self.session_dir(), &header, &body)?;
         crate::crash::point("scan-begun");

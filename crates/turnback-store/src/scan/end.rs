@@ -26,6 +26,7 @@ use super::git;
 use super::links;
 use super::record::{self, Header, Record, Source};
 use super::report::{self, PathKind, RolledBack, ScanChangeKind, ScanReport, Unrecorded};
+use super::unnamed;
 use super::unscoped;
 use super::walk::Stat;
 use super::watch::{Live, Touched};
@@ -148,11 +149,11 @@ impl Session {
             w.close_elsewhere();
             Some((Touched::from_events(events.ok()?)?, body))
         });
-        let (candidates, dirs) = match &touched {
+        let (candidates, dirs, unnamed) = match &touched {
             Some((t, body)) => {
                 let (now, candidates) = changes::compare_touched(&rec.header, body, t, &skip)?;
                 let dirs = dirs::compare(&rec.header, &now, ws.root(), |d| t.covers(d));
-                (candidates, dirs)
+                (candidates, dirs, now.unnamed)
             }
             None => {
                 // Not watched, or the watch cannot say: the whole record.
@@ -161,7 +162,7 @@ impl Session {
                 }
                 let (now, candidates) = changes::compare(&rec, &skip)?;
                 let dirs = dirs::compare(&rec.header, &now, ws.root(), |_| true);
-                (candidates, dirs)
+                (candidates, dirs, now.unnamed)
             }
         };
         let files: BTreeSet<PathBuf> = candidates
@@ -173,7 +174,7 @@ impl Session {
             .map(|p| ws.root().join(p))
             .collect();
         let _locks = self.lock_files(&files)?;
-        let mut unrecorded = Vec::new();
+        let mut unrecorded = unnamed::changed(ws.root(), &rec.header.unnamed, &unnamed);
         let found = self.resolve(&rec, &ws, candidates, dirs, &mut unrecorded)?;
         if how == End::Rollback {
             // Refused here, as an undo would refuse, rather than part way.

@@ -97,7 +97,7 @@ fn parse_ls_files(out: &[u8]) -> std::result::Result<Parsed, String> {
     let mut rest = out;
     while !rest.is_empty() {
         let nul = rest.iter().position(|b| *b == 0).ok_or("no NUL")?;
-        let head = std::str::from_utf8(&rest[..nul]).map_err(|e| e.to_string())?;
+        let head = &rest[..nul];
         rest = &rest[nul + 1..];
         // The four fields a stat is compared by, borrowed from the output
         // (no allocation per field: ten thousand entries are read per scan).
@@ -114,7 +114,13 @@ fn parse_ls_files(out: &[u8]) -> std::result::Result<Parsed, String> {
                 }
             }
         }
-        let (meta, path) = head.split_once('\t').ok_or("no tab")?;
+        let tab = head.iter().position(|b| *b == b'\t').ok_or("no tab")?;
+        let meta = std::str::from_utf8(&head[..tab]).map_err(|e| e.to_string())?;
+        // A tracked name that is not UTF-8 is left to the walk, which reports
+        // it (`walk::Found::unnamed`): it must not fail every scan.
+        let Ok(path) = std::str::from_utf8(&head[tab + 1..]) else {
+            continue;
+        };
         let mut m = meta.split(' ');
         let (Some(mode), Some(oid), Some(stage)) = (m.next(), m.next(), m.next()) else {
             return Err(format!("bad entry {meta:?}"));

@@ -11,7 +11,8 @@
 //! durable record, `begin` taking it, `changes` comparing the workspace with
 //! it (`dirs` its directories, `links` the symbolic links it does not
 //! record), `end` committing or rolling back,
-//! `unscoped` what an ignore file's change brought into scope, `refuse` what a
+//! `unscoped` what an ignore file's change brought into scope, `unnamed`
+//! the files whose name is not UTF-8, `refuse` what a
 //! rollback checks before it touches anything, `report`
 //! what a scan reports, and `watch` where a bracket watched while its
 //! command ran looks again.
@@ -35,6 +36,7 @@ mod refuse;
 mod report;
 #[cfg(test)]
 mod tests;
+mod unnamed;
 mod unscoped;
 mod walk;
 mod watch;

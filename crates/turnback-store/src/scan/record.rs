@@ -80,6 +80,10 @@ pub(crate) struct Header {
     /// the commit leaves them out too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) skipped: Vec<String>,
+    /// The files whose path is not UTF-8 (its bytes in hex) and their
+    /// stat: a change of one is reported, not recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) unnamed: BTreeMap<String, super::walk::Stat>,
 }
 
 /// The header's `dirs`: a map of path to mode (format 2) or a list of

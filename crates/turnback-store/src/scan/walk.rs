@@ -81,6 +81,10 @@ impl Stat {
 pub(crate) struct Found {
     pub(crate) files: HashMap<String, Stat>,
     pub(crate) dirs: BTreeMap<String, u32>,
+    /// The files and links whose relative path is not UTF-8, by its bytes
+    /// in hex: no entry can record them yet, so a change of one is
+    /// reported rather than hidden.
+    pub(crate) unnamed: BTreeMap<String, Stat>,
     /// What a [`Take`] took instead of listing it in `files`: the bytes it
     /// wrote, and how many files.
     pub(crate) taken: (Vec<u8>, usize),
@@ -240,11 +244,13 @@ fn walk_into(
     for part in parts {
         let Part {
             files,
+            unnamed,
             dirs,
             taken,
             error: e,
         } = part;
         found.files.extend(files);
+        found.unnamed.extend(unnamed);
         found.dirs.extend(dirs);
         found.taken.0.extend_from_slice(&taken.0);
         found.taken.1 += taken.1;
@@ -260,6 +266,7 @@ fn walk_into(
 #[derive(Default)]
 struct Part {
     files: Vec<(String, Stat)>,
+    unnamed: Vec<(String, Stat)>,
     dirs: Vec<(String, u32)>,
     taken: (Vec<u8>, usize),
     error: Option<Error>,
@@ -338,6 +345,13 @@ impl ignore::ParallelVisitor for Visit<'_> {
             return ignore::WalkState::Continue;
         };
         let Some(rel) = rel_str(self.root, entry.path()) else {
+            if (st.is_file() || st.is_link())
+                && let Ok(rel) = entry.path().strip_prefix(self.root)
+            {
+                use std::os::unix::ffi::OsStrExt;
+                let hex = crate::hash::to_hex(rel.as_os_str().as_bytes());
+                self.part.unnamed.push((hex, st));
+            }
             return ignore::WalkState::Continue;
         };
         if let Some(take) = self.take
