@@ -106,8 +106,54 @@ fn title(h: Heading) -> &'static str {
 /// `--json` can report it as JSON too.
 pub(crate) fn parse() -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
-    let matches = help_command().try_get_matches()?;
+    let matches = without_empty_env(help_command()).try_get_matches()?;
     Cli::from_arg_matches(&matches)
+}
+
+/// `cmd` with each argument whose environment variable is set but empty
+/// (`TURNBACK_HOME=`) reading no variable: an empty variable counts as
+/// unset, as a shell user means it, instead of a value clap refuses (a
+/// usage error, which a hook must never turn into a block).
+fn without_empty_env(mut cmd: clap::Command) -> clap::Command {
+    let empty: Vec<clap::Id> = cmd
+        .get_arguments()
+        .filter(|a| {
+            a.get_env()
+                .is_some_and(|name| std::env::var_os(name).is_some_and(|v| v.is_empty()))
+        })
+        .map(|a| a.get_id().clone())
+        .collect();
+    for id in empty {
+        cmd = cmd.mut_arg(id, |a| a.env(None::<&str>));
+    }
+    // Global arguments are copied into each subcommand when it is built.
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in subs {
+        cmd = cmd.mut_subcommand(name, without_empty_env);
+    }
+    cmd
+}
+
+/// True when the command line runs `turnback hook` (its first word that is
+/// not a global option or an option's value): a usage error there must not
+/// exit 2, which an agent reads as "block the tool".
+pub(crate) fn is_hook_line(args: &[std::ffi::OsString]) -> bool {
+    let mut words = args.iter().skip(1);
+    while let Some(w) = words.next() {
+        let w = w.to_string_lossy();
+        if ["--home", "--session", "--workspace", "--color"].contains(&w.as_ref()) {
+            words.next();
+            continue;
+        }
+        if w.starts_with('-') {
+            continue;
+        }
+        return w == "hook";
+    }
+    false
 }
 
 /// The clap command as it parses: [`command`], with the top-level help

@@ -17,6 +17,11 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let done = match cli::parse() {
         Ok(cli) => commands::run(cli),
+        // A hook's line its agent runs on every tool call: never exit 2
+        // (a block) by accident.
+        Err(e) if cli::is_hook_line(&std::env::args_os().collect::<Vec<_>>()) => {
+            Ok(commands::hook::usage_error(&e))
+        }
         Err(e) => Ok(commands::usage_error(e)),
     };
     match done {

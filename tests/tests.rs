@@ -72,3 +72,5 @@ mod hook_shell;
 mod lookups;
 // Shell brackets that once lost or hid work: many files, links, ignored files, odd names.
 mod shell_losses;
+// Hook lines that must never block their agent by accident: empty variables, unreadable lines.
+mod hook_lines;

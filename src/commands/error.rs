@@ -59,6 +59,11 @@ impl CliError {
         CliError::new(message, Some(hint.into())).kind(Kind::Usage)
     }
 
+    /// The one-line message, without its hint.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The process's exit code.
     pub(crate) fn code(&self) -> u8 {
         self.kind.row().exit_code

@@ -99,6 +99,32 @@ pub(crate) fn run(cli: &Cli, args: &HookArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// A hook line clap could not read (a newer or older hook line, an agent
+/// this turnback does not know, a variable it cannot take): nothing is
+/// backed up, the person is told, and the tool goes ahead (exit 0), unless
+/// the line asks `--strict`, which blocks (exit 2) as a failed backup does.
+pub(crate) fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let why = super::clap_usage(e);
+    let text = format!(
+        "turnback: this hook line could not be read ({}): nothing is backed up; run `turnback doctor`, then `turnback install` again",
+        why.message()
+    );
+    if std::env::args_os().any(|a| a == "--strict") {
+        eprintln!(
+            "{text}\n(turnback --strict: the tool was blocked so that nothing changes unprotected)"
+        );
+        return ExitCode::from(2);
+    }
+    let line = serde_json::json!({ "systemMessage": text });
+    let _ = writeln!(std::io::stdout(), "{line}");
+    ExitCode::SUCCESS
+}
+
 fn failure(message: String) -> apply::Outcome {
     apply::Outcome {
         messages: vec![message],

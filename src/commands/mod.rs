@@ -12,7 +12,7 @@ mod demo;
 mod diff;
 mod doctor;
 mod error;
-mod hook;
+pub(crate) mod hook;
 mod install;
 mod log;
 mod man;

@@ -195,9 +195,12 @@ impl Report for Scanned {
 /// the workspace's directory name (what `sessions` shows), and a digest of
 /// its path so that two checkouts named alike get two sessions.
 pub(crate) fn person_session_id(ws: &Workspace) -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "person".into());
+    // Without a user name (an empty environment), the user id: never
+    // `person-person-…`.
+    let named = |var| std::env::var(var).ok().filter(|u: &String| !u.is_empty());
+    let user = named("USER")
+        .or_else(|| named("LOGNAME"))
+        .unwrap_or_else(|| format!("uid{}", rustix::process::geteuid().as_raw()));
     let dir = ws
         .root()
         .file_name()

@@ -121,8 +121,9 @@ impl Settings {
     /// The settings of this process: the defaults, the config file at
     /// [`Settings::config_path`], and the environment.
     pub fn load() -> Result<Settings> {
+        // An empty variable counts as unset.
         Settings::load_from(Settings::config_path().as_deref(), |name| {
-            std::env::var_os(name)
+            std::env::var_os(name).filter(|v| !v.is_empty())
         })
     }
 
