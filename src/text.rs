@@ -326,6 +326,7 @@ pub fn prune(r: &PruneReport) -> String {
             SpareReason::Busy => "a change to it is under way",
             SpareReason::Changed => "it changed while prune ran",
             SpareReason::Unreadable => "its index cannot be read",
+            SpareReason::Writing => "a running agent or command is between a backup and its commit",
         };
         s.push_str(&format!("{keep} session {}, old as it is: {why}\n", x.id));
     }

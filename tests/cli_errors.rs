@@ -407,7 +407,10 @@ fn an_invalid_session_id_is_a_usage_error() {
     // newest one with changes here, as without the variable.
     let out = env.cmd(Some("")).arg("log").output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("f.txt"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("f.txt"),
+        "{out:?}"
+    );
 }
 
 #[test]

@@ -370,3 +370,102 @@ fn a_name_that_is_not_utf8_never_fails_the_scan_nor_hides_its_change() {
         assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"a\n");
     }
 }
+
+/// A prune that keeps no session (`--keep-days 0 --keep-sessions 0`) while
+/// an agent is between a write's PreToolUse and PostToolUse, or while a
+/// shell bracket is open, and its process lives: the session is kept
+/// ("writing"), the backup with it, and the undo brings the old bytes back.
+#[test]
+fn prune_keeps_a_session_whose_write_or_bracket_is_under_way() {
+    let env = Env::new();
+    std::fs::write(env.path("notes.txt"), "before\n").unwrap();
+    let v = crate::hooks::fixture(&env, "claude-code-2.1.332/PreToolUse-Write.json");
+    let file = env.path("notes.txt");
+    let pre = crate::hooks::with(v, "/tool_input/file_path", file.to_str().unwrap().into());
+    let session = pre["session_id"].as_str().unwrap().to_owned();
+    // The agent is this test process: alive throughout.
+    let mut c = crate::hooks::hook_cmd(&env, "claude-code");
+    c.env("CLAUDE_PID", std::process::id().to_string());
+    let out = crate::util::run_with_input(c, pre.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // The agent writes; meanwhile a prune that keeps nothing runs.
+    std::fs::write(env.path("notes.txt"), "after\n").unwrap();
+    let prune = |env: &Env| {
+        let out = env
+            .cmd(None)
+            .args([
+                "--json",
+                "prune",
+                "--keep-days",
+                "0",
+                "--keep-sessions",
+                "0",
+            ])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_str(&ok(out, "prune")).unwrap();
+        report
+    };
+    let report = prune(&env);
+    assert_eq!(report["removed"].as_array().unwrap().len(), 0, "{report}");
+    assert_eq!(report["spared"][0]["id"], session.as_str(), "{report}");
+    assert_eq!(report["spared"][0]["reason"], "writing", "{report}");
+    let post = crate::hooks::with(pre.clone(), "/hook_event_name", "PostToolUse".into());
+    let mut c = crate::hooks::hook_cmd(&env, "claude-code");
+    c.env("CLAUDE_PID", std::process::id().to_string());
+    let out = crate::util::run_with_input(c, post.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    ok(
+        env.cmd(Some(&session)).arg("undo").output().unwrap(),
+        "undo",
+    );
+    assert_eq!(std::fs::read(env.path("notes.txt")).unwrap(), b"before\n");
+
+    // An agent that is gone no longer keeps its session; if its tool's
+    // PostToolUse comes after all, it says the change was NOT backed up.
+    let env2 = Env::new();
+    std::fs::write(env2.path("notes.txt"), "before\n").unwrap();
+    let file2 = env2.path("notes.txt");
+    let pre2 = crate::hooks::with(
+        pre.clone(),
+        "/tool_input/file_path",
+        file2.to_str().unwrap().into(),
+    );
+    let pre2 = crate::hooks::with(pre2, "/cwd", env2.ws.path().to_str().unwrap().into());
+    let dead = {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    for (event, name) in [(&pre2, "PreToolUse"), (&pre2, "PostToolUse")] {
+        if name == "PostToolUse" {
+            let report = prune(&env2);
+            assert_eq!(report["removed"].as_array().unwrap().len(), 1, "{report}");
+        }
+        let event = crate::hooks::with(event.clone(), "/hook_event_name", name.into());
+        let mut c = crate::hooks::hook_cmd(&env2, "claude-code");
+        c.env("CLAUDE_PID", dead.to_string());
+        let out = crate::util::run_with_input(c, event.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        if name == "PostToolUse" {
+            let said = crate::hooks::system_message(&out);
+            assert!(
+                said.contains("NOT backed up") && said.contains("pruned"),
+                "{said}"
+            );
+        }
+    }
+
+    // A bracket `checkpoint --scan` opened, its caller (this process) alive.
+    let env = Env::new();
+    let out = env
+        .cmd(Some("agent"))
+        .args(["checkpoint", "--scan", "--message", "m"])
+        .output()
+        .unwrap();
+    ok(out, "checkpoint --scan");
+    let report = prune(&env);
+    assert_eq!(report["spared"][0]["id"], "agent", "{report}");
+    assert_eq!(report["spared"][0]["reason"], "writing", "{report}");
+}

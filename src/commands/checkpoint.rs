@@ -53,6 +53,8 @@ pub(crate) fn run_scan(ctx: &Context, args: &CheckpointArgs) -> Result<ScanBegun
     let ws = ctx.workspace()?;
     let opts = turnback_store::ScanOptions {
         size_limit: args.max_size,
+        // The caller ends the bracket: while it runs, a prune keeps the session.
+        owner_pid: Some(crate::sys::agent_pid()),
     };
     let id = session.begin_scan_with(&ws, &args.message, None, &opts)?;
     Ok(ScanBegun {

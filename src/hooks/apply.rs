@@ -3,7 +3,7 @@
 //! commit (or settle) them after. Every failure becomes a message for the
 //! person; nothing here ends the process or decides the agent's permission.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use turnback_store::{Entry, ErrorKind, Session, Settled, Store, Workspace};
 
@@ -24,6 +24,34 @@ pub(crate) struct Outcome {
 impl Outcome {
     pub(crate) fn say(&mut self, text: String) {
         self.messages.push(format!("turnback: {text}"));
+    }
+}
+
+/// After a tool whose checkpoint is no longer open: a file whose mark says
+/// this session backed it up for the call, while the session has lost that
+/// entry (a prune removed the session meanwhile), is said NOT backed up,
+/// never passed over in silence.
+fn gone_while_writing(session: &Session, ws: &Workspace, paths: &[PathBuf], out: &mut Outcome) {
+    for p in paths {
+        let Ok(rel) = ws.resolve(p) else {
+            continue;
+        };
+        let file = ws.root().join(&rel);
+        let Some(mark) = session.mark_of(&file) else {
+            continue;
+        };
+        let lost = mark.session == session.id()
+            && match session.entries() {
+                Ok(es) => !es.iter().any(|e| e.seq == mark.seq),
+                // Gone whole: the prune took the session.
+                Err(_) => !session.dir().exists(),
+            };
+        if lost {
+            out.say(format!(
+                "{rel}: the change was NOT backed up: its session {} was pruned while the tool ran, and its backup with it",
+                session.id()
+            ));
+        }
     }
 }
 
@@ -50,7 +78,15 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
     };
     let session = match session {
         Ok(s) => s,
-        Err(e) if e.kind() == ErrorKind::SessionNotFound => return out,
+        Err(e) if e.kind() == ErrorKind::SessionNotFound => {
+            // A session a prune removed while its tool ran says so.
+            if let (EventKind::After(call), Ok(gone)) = (&ev.kind, store.session(&ev.session))
+                && let Tool::Files(paths) = &call.tool
+            {
+                gone_while_writing(&gone, &ws, paths, &mut out);
+            }
+            return out;
+        }
         Err(e) => {
             out.backup_failed = creates;
             out.say(format!("session {}: {e}", ev.session));
@@ -107,12 +143,17 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
             }
             Tool::Shell { command } => {
                 let message = message_id(&session, call);
-                out.shell = Some(shell::before(&session, &ws, command, &message, &mut out));
+                out.shell = Some(shell::before(
+                    &session, &ws, command, &message, writer_pid, &mut out,
+                ));
             }
             Tool::Untracked => {}
         },
         EventKind::After(call) => match &call.tool {
-            Tool::Files(_) => {
+            Tool::Files(paths) => {
+                if own.is_empty() {
+                    gone_while_writing(&session, &ws, paths, &mut out);
+                }
                 for e in &own {
                     if let Err(err) = session.commit_marked(e.seq) {
                         let shown = shown(&ws, &e.absolute_path());

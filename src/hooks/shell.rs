@@ -58,6 +58,7 @@ pub(crate) fn before(
     ws: &Workspace,
     command: &str,
     message: &str,
+    writer_pid: u32,
     out: &mut Outcome,
 ) -> ShellOutcome {
     if is_turnback_command(command) {
@@ -106,7 +107,12 @@ pub(crate) fn before(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    match session.begin_scan(ws, message, Some(command)) {
+    // The agent ends the bracket: while it runs, a prune keeps the session.
+    let opts = turnback_store::ScanOptions {
+        owner_pid: Some(writer_pid),
+        ..Default::default()
+    };
+    match session.begin_scan_with(ws, message, Some(command), &opts) {
         Ok(id) => ShellOutcome::Begun(id),
         Err(e) => {
             out.backup_failed = true;

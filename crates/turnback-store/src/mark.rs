@@ -101,8 +101,7 @@ impl Session {
     }
 
     fn mark_path(&self, file: &Path) -> PathBuf {
-        let lock = self.store().locks().file_lock_path(file);
-        lock.with_extension(MARK_SUFFIX)
+        mark_path(self.store(), file)
     }
 
     /// True when `m`, another session's mark, still holds: its process runs
@@ -237,6 +236,26 @@ impl Session {
 
 /// The mark at `path`; `None` if there is none or it cannot be read (a torn
 /// mark is no mark: the worst is a wait not made).
+/// Where the being-written mark of the file at the absolute real path
+/// `file` lives: beside its lock.
+fn mark_path(store: &crate::Store, file: &Path) -> PathBuf {
+    store
+        .locks()
+        .file_lock_path(file)
+        .with_extension(MARK_SUFFIX)
+}
+
+/// True when entry `e` of session `session` is a checkpoint whose writer,
+/// named by its mark, still runs: between an agent's PreToolUse and
+/// PostToolUse, its backup must outlive any prune.
+pub(crate) fn being_written(store: &crate::Store, session: &str, e: &crate::index::Entry) -> bool {
+    if e.is_committed() {
+        return false;
+    }
+    read_mark(&mark_path(store, &e.absolute_path()))
+        .is_some_and(|m| m.session == session && m.seq == e.seq && m.process_alive())
+}
+
 fn read_mark(path: &Path) -> Option<Mark> {
     let mut f = crate::sys::store_file_options()
         .read(true)

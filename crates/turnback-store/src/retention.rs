@@ -112,10 +112,14 @@ pub enum SpareReason {
     Changed,
     /// Its index cannot be read, or its directory is not safe to use.
     Unreadable,
+    /// A change of it is under way in a live process: a write between its
+    /// checkpoint and its commit, or a shell command's bracket still open.
+    Writing,
 }
 
 impl SpareReason {
-    /// A stable name (`in-use`, `open`, `busy`, `changed`, `unreadable`).
+    /// A stable name (`in-use`, `open`, `busy`, `changed`, `unreadable`,
+    /// `writing`).
     pub fn name(self) -> &'static str {
         match self {
             SpareReason::InUse => "in-use",
@@ -123,6 +127,7 @@ impl SpareReason {
             SpareReason::Busy => "busy",
             SpareReason::Changed => "changed",
             SpareReason::Unreadable => "unreadable",
+            SpareReason::Writing => "writing",
         }
     }
 }
@@ -265,8 +270,19 @@ impl Store {
         if c.seen.is_none() || dir.index_stamp().ok() != c.seen {
             return Ok(Some(SpareReason::Changed));
         }
-        if dir.load().is_err() {
+        let Ok(idx) = dir.load() else {
             return Ok(Some(SpareReason::Unreadable));
+        };
+        // A write between its checkpoint and its commit (an agent's
+        // PreToolUse and PostToolUse), or a shell bracket still open, whose
+        // process lives: its backup is about to be needed.
+        let writing = idx
+            .entries
+            .iter()
+            .any(|e| crate::mark::being_written(self, id, e));
+        let scanning = crate::scan::open_in_use(&dir);
+        if writing || scanning {
+            return Ok(Some(SpareReason::Writing));
         }
         let bytes = dir.blob_bytes();
         if !dry_run {

@@ -26,12 +26,17 @@ pub const DEFAULT_SIZE_LIMIT: u64 = 64 << 20;
 pub struct ScanOptions {
     /// Files larger than this (bytes) are not backed up.
     pub size_limit: u64,
+    /// The process that runs the command and ends the bracket (an agent's
+    /// pid), if not this one: while it lives, a prune keeps the session
+    /// ([`crate::SpareReason::Writing`]).
+    pub owner_pid: Option<u32>,
 }
 
 impl Default for ScanOptions {
     fn default() -> Self {
         ScanOptions {
             size_limit: DEFAULT_SIZE_LIMIT,
+            owner_pid: None,
         }
     }
 }
@@ -244,6 +249,9 @@ impl Session {
             dirs: found.dirs.into_iter().map(|(d, m)| (d, Some(m))).collect(),
             skipped,
             unnamed: found.unnamed,
+            owner: Some(record::Owner::of(
+                opts.owner_pid.unwrap_or_else(std::process::id),
+            )),
         };
         record::save(self.session_dir(), &header, &body)?;
         crate::crash::point("scan-begun");

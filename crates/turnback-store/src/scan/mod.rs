@@ -44,5 +44,16 @@ mod watch;
 mod watch_tests;
 
 pub(crate) use baseline::{prune as prune_baselines, workspaces_of};
+
+/// True when a bracket of the session at `dir` is open and its process
+/// still runs (or, for a record that names none, it began within a day).
+pub(crate) fn open_in_use(dir: &crate::layout::SessionDir) -> bool {
+    record::list(dir).iter().any(|id| {
+        record::load(dir, id, false)
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.header.in_use())
+    })
+}
 pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions, WatchedScan};
 pub use report::{PathKind, ScanChange, ScanChangeKind, ScanReport, Unrecorded};

@@ -84,6 +84,50 @@ pub(crate) struct Header {
     /// stat: a change of one is reported, not recorded.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) unnamed: BTreeMap<String, super::walk::Stat>,
+    /// The process that ends the bracket: while it lives, a prune keeps
+    /// the session (a record without it counts as live for a day).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) owner: Option<Owner>,
+}
+
+/// A process, told from a later one given the same pid by its start time
+/// (where the system says).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) pid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) start: Option<u64>,
+}
+
+impl Owner {
+    pub(crate) fn of(pid: u32) -> Owner {
+        Owner {
+            pid,
+            start: crate::sys::process_start(pid),
+        }
+    }
+
+    /// True while the process runs (and is the same one).
+    pub(crate) fn alive(&self) -> bool {
+        crate::sys::process_exists(self.pid)
+            && match (self.start, crate::sys::process_start(self.pid)) {
+                (Some(then), Some(now)) => then == now,
+                _ => true,
+            }
+    }
+}
+
+impl Header {
+    /// True while the bracket may still be ended by a live process.
+    pub(crate) fn in_use(&self) -> bool {
+        match &self.owner {
+            Some(o) => o.alive(),
+            None => {
+                let age = OffsetDateTime::now_utc() - self.began;
+                age < time::Duration::days(1)
+            }
+        }
+    }
 }
 
 /// The header's `dirs`: a map of path to mode (format 2) or a list of
