@@ -451,3 +451,41 @@ fn a_file_with_two_links_is_written_and_restored_in_place() {
         Vec::<std::path::PathBuf>::new()
     );
 }
+
+/// A file name that holds a newline (or a quote) cannot forge lines of a
+/// diff: its `---`/`+++` headers quote it as git does, `"b/x\n+++ b/y"`, in
+/// the text and in the JSON's unified diff alike.
+#[test]
+fn a_crafted_name_never_forges_a_line_of_a_diff() {
+    let env = Env::new();
+    let s = env.session("agent");
+    let ws = env.workspace();
+    let name = "x\n+++ b/forged";
+    s.write(&ws, name, &b"one\n"[..], "m").unwrap();
+    let out = env
+        .cmd(Some("agent"))
+        .args(["diff", "--color", "never"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let headers: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("--- ") || l.starts_with("+++ "))
+        .collect();
+    assert_eq!(
+        headers,
+        ["--- /dev/null", r#"+++ "b/x\n+++ b/forged""#],
+        "{text}"
+    );
+    let json = env
+        .cmd(Some("agent"))
+        .args(["diff", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let unified = v.to_string();
+    assert!(
+        unified.contains(r#"+++ \"b/x\\n+++ b/forged\""#),
+        "{unified}"
+    );
+}

@@ -153,8 +153,8 @@ impl Session {
             ) {
                 (Some(a), Some(b)) => {
                     let names = (
-                        old.exists.then(|| format!("a/{rel}")),
-                        new.exists.then(|| format!("b/{rel}")),
+                        old.exists.then(|| quoted(&format!("a/{rel}"))),
+                        new.exists.then(|| quoted(&format!("b/{rel}"))),
                     );
                     text_diff(names, &a, &b).unwrap_or(DiffBody::Binary)
                 }
@@ -211,6 +211,38 @@ pub(crate) enum Side {
     Workspace,
 }
 
+/// `name` as git writes it in a diff's `---`/`+++` lines: as it is, or,
+/// when it holds a control character, `"` or `\`, in double quotes with
+/// C escapes (`"a/new\nline"`), so that a crafted file name can never forge
+/// a line of the diff.
+fn quoted(name: &str) -> String {
+    if !name
+        .chars()
+        .any(|c| c.is_control() || c == '"' || c == '\\')
+    {
+        return name.to_owned();
+    }
+    let mut out = String::from('"');
+    for c in name.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\{b:03o}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// A line diff of two texts; `None` when either is binary. A side named `None`
 /// is absent and shows as `/dev/null`, as git and patch expect.
 fn text_diff(names: (Option<String>, Option<String>), old: &[u8], new: &[u8]) -> Option<DiffBody> {
@@ -252,6 +284,14 @@ fn as_text(bytes: &[u8]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_with_a_newline_or_a_quote_is_quoted_as_git_quotes_it() {
+        assert_eq!(quoted("a/plain name.txt"), "a/plain name.txt");
+        assert_eq!(quoted("a/new\nline"), "\"a/new\\nline\"");
+        assert_eq!(quoted("b/say \"hi\"\\"), "\"b/say \\\"hi\\\"\\\\\"");
+        assert_eq!(quoted("a/bell\u{7}"), "\"a/bell\\007\"");
+    }
 
     #[test]
     fn counts_lines_and_renders_a_unified_diff() {
