@@ -257,6 +257,16 @@ impl Context {
 /// it (relative to the current directory), saying turnback never backed it
 /// up, and in a git repository how to get the committed version back.
 pub(crate) fn never_backed_up(ws: &Workspace, file: &Path, cwd: &Path) -> CliError {
+    never_backed_up_by(ws, file, cwd, None)
+}
+
+/// [`never_backed_up`], of the one session `session` when it is named.
+pub(crate) fn never_backed_up_by(
+    ws: &Workspace,
+    file: &Path,
+    cwd: &Path,
+    session: Option<&str>,
+) -> CliError {
     let shown = turnback::text::escape_path(file.strip_prefix(cwd).unwrap_or(file));
     let in_git = ws.root().ancestors().any(|d| d.join(".git").exists());
     let hint = if in_git {
@@ -266,8 +276,12 @@ pub(crate) fn never_backed_up(ws: &Workspace, file: &Path, cwd: &Path) -> CliErr
     } else {
         "turnback can put back only what an agent wrote through it; `turnback log --all` lists what sessions here changed".to_owned()
     };
+    let who = match session {
+        Some(id) => format!("session {id:?} has no change"),
+        None => "no session has a change".to_owned(),
+    };
     CliError::new(
-        format!("no session has a change to {shown} here: turnback never backed it up"),
+        format!("{who} to {shown} here: turnback never backed it up"),
         Some(hint),
     )
     .kind(ErrorKind::NoChangeToFile)

@@ -594,8 +594,9 @@ fn revert_of_a_file_no_session_changed() {
             .contains("never backed it up")
     );
     assert!(e["hint"].as_str().unwrap().contains("turnback log --all"));
-    // A session named that did not change it.
-    check_error(
+    // A session named that did not change it: the same words, the file as
+    // typed, the same hint.
+    let e = check_error(
         &env,
         Some("s"),
         &["revert", "other.txt"],
@@ -603,8 +604,12 @@ fn revert_of_a_file_no_session_changed() {
         &Want {
             code: 1,
             kind: "no-change-to-file",
-            names: &["\"s\"", "other.txt"],
+            names: &["session \"s\" has no change to other.txt here: turnback never backed it up"],
         },
+    );
+    assert!(
+        e["hint"].as_str().unwrap().contains("turnback log --all"),
+        "{e}"
     );
     // Nor a file that does not exist at all.
     check_error(

@@ -21,6 +21,21 @@ pub(crate) fn run(ctx: &Context, args: &RevertArgs) -> Result<Reverted, CliError
     let ws = ctx.workspace()?;
     let path = ctx.user_path(&args.file);
     let session = ctx.session_for_file(&ws, &path)?;
-    let r = session.revert(&ws, &path, args.flags.options())?;
+    let r = match session.revert(&ws, &path, args.flags.options()) {
+        // The same words as when no session is named: the file as typed,
+        // and what can bring it back.
+        Err(turnback_store::Error::NoChangeToFile {
+            session: id,
+            path: file,
+        }) => {
+            return Err(crate::context::never_backed_up_by(
+                &ws,
+                &file,
+                &ctx.cwd,
+                Some(&id),
+            ));
+        }
+        r => r?,
+    };
     Ok(reverted(&session, "revert".into(), r)?.forced(args.flags.force))
 }
