@@ -956,3 +956,52 @@ fn a_clean_file_whose_git_object_is_gone_is_reported_and_the_rest_recorded() {
     assert!(!env.path("new.txt").exists(), "{undo}");
     assert_eq!(util::read_text(env.path("src/lib.rs")), "changed\n");
 }
+
+/// A symbolic link planted as the store's `baselines/` directory, or as one
+/// workspace's baseline under it, is refused as every other store
+/// directory is (`unsafe-store`), and nothing is written through it.
+#[test]
+fn a_symbolic_link_planted_as_a_baseline_directory_is_refused() {
+    let env = workspace(false);
+    let outside = tempfile::tempdir().unwrap();
+    let planted = outside.path().join("planted");
+    std::fs::create_dir(&planted).unwrap();
+    let baselines = env.home.path().join("baselines");
+    let refused = |what: &str| {
+        let out = run(&env, Some("agent"), &["--json", "run", "--", "true"]);
+        assert!(!out.status.success(), "{what}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let v: serde_json::Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| {
+            panic!("{what}: stderr is not JSON ({e}): {err}");
+        });
+        assert_eq!(v["error"]["kind"], "unsafe-store", "{what}: {v}");
+        assert_eq!(
+            std::fs::read_dir(&planted).unwrap().count(),
+            0,
+            "{what}: written through the link"
+        );
+    };
+    // Before any scan: `baselines/` itself a link.
+    std::fs::create_dir_all(env.home.path()).unwrap();
+    std::os::unix::fs::symlink(&planted, &baselines).unwrap();
+    refused("baselines/ a link");
+    // After a scan: the workspace's baseline a link.
+    std::fs::remove_file(&baselines).unwrap();
+    ok(run(&env, Some("agent"), &["run", "--", "true"]), "run");
+    let key = std::fs::read_dir(&baselines)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .expect("a baseline");
+    std::fs::remove_dir_all(&key).unwrap();
+    std::os::unix::fs::symlink(&planted, &key).unwrap();
+    refused("baselines/<key> a link");
+    // Its blobs a link.
+    std::fs::remove_file(&key).unwrap();
+    ok(run(&env, Some("agent"), &["run", "--", "true"]), "run");
+    let blobs = key.join("blobs");
+    std::fs::remove_dir_all(&blobs).unwrap();
+    std::os::unix::fs::symlink(&planted, &blobs).unwrap();
+    refused("baselines/<key>/blobs a link");
+}

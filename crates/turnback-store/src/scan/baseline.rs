@@ -48,16 +48,35 @@ fn key(root: &WorkspaceRoot) -> String {
     hash[..32].to_owned()
 }
 
+/// The paths of `root`'s baseline in `store`, once `baselines/`, the
+/// baseline's directory and its `blobs/` passed the store's trust check
+/// (`trust.rs`): a symbolic link planted as any of them, or one that others
+/// may write, is [`Error::UnsafeStore`], before anything is made or written
+/// through it. Each is checked before the one inside it is made, so what is
+/// made is in the checked directory.
+fn checked(store: &Store, root: &WorkspaceRoot) -> Result<BaselinePaths> {
+    let paths = BaselinePaths::new(store.home(), &key(root));
+    store.check_session_dirs(None)?;
+    for dir in [
+        BaselinePaths::all(store.home()),
+        paths.dir.clone(),
+        paths.blobs.clone(),
+    ] {
+        store.secure_store_dir(&dir)?;
+    }
+    Ok(paths)
+}
+
 impl Baseline {
-    /// Opens (or starts) the baseline of `root` in `home`, taking its lock
+    /// Opens (or starts) the baseline of `root` in `store`, taking its lock
     /// (waiting at most `timeout`). A listing it cannot read is started over:
     /// it is a cache, and every blob it names is checked when used.
     pub(crate) fn open(
-        home: &std::path::Path,
+        store: &Store,
         root: &WorkspaceRoot,
         timeout: std::time::Duration,
     ) -> Result<Baseline> {
-        let paths = BaselinePaths::new(home, &key(root));
+        let paths = checked(store, root)?;
         let busy = |why: &str| Error::ScanFailed {
             path: paths.lock.clone(),
             reason: format!("the workspace's baseline is busy ({why})"),
@@ -175,10 +194,11 @@ impl Baseline {
     }
 }
 
-/// Where the listing of `root`'s git index is cached in `home`
-/// (`git_cache.rs`): in its baseline, dropped with it.
-pub(crate) fn git_cache_of(home: &std::path::Path, root: &WorkspaceRoot) -> std::path::PathBuf {
-    BaselinePaths::new(home, &key(root)).git_index
+/// Where the listing of `root`'s git index is cached in `store`
+/// (`git_cache.rs`): in its baseline, dropped with it; its directories
+/// checked first, as [`Baseline::open`] checks them.
+pub(crate) fn git_cache_of(store: &Store, root: &WorkspaceRoot) -> Result<std::path::PathBuf> {
+    Ok(checked(store, root)?.git_index)
 }
 
 /// The baseline blobs of `root` in `home`, to read a scan's backups from
@@ -204,6 +224,8 @@ pub(crate) fn prune(store: &Store, kept: &[WorkspaceRoot], dry_run: bool) -> Res
     let home = store.home();
     let keep: HashSet<String> = kept.iter().map(key).collect();
     let all = BaselinePaths::all(home);
+    // Never listed (and what is in it never deleted) through a link.
+    crate::trust::check_dir(&all)?;
     let Ok(read) = std::fs::read_dir(&all) else {
         return Ok((0, 0));
     };
@@ -358,5 +380,40 @@ mod tests {
             std::fs::read_to_string(one.path().join("a")).unwrap(),
             "b\n"
         );
+    }
+
+    /// `baselines/` planted as a symbolic link: a scan's beginning and a
+    /// prune refuse it with the store's typed error, and nothing is written
+    /// (or deleted) through it.
+    #[test]
+    fn a_link_planted_as_baselines_is_refused_by_a_scan_and_a_prune() {
+        let home = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("a"), "a\n").unwrap();
+        // A directory that looks like a baseline, which a prune followed
+        // through the link would delete.
+        let victim = outside.path().join("0123456789abcdef0123456789abcdef");
+        std::fs::create_dir(&victim).unwrap();
+        std::os::unix::fs::symlink(outside.path(), home.path().join("baselines")).unwrap();
+        let store = Store::new(home.path());
+        let s = store.session("s").unwrap();
+        let w = Workspace::open(ws.path()).unwrap();
+        let unsafe_store = |r: Result<_>| match r {
+            Err(Error::UnsafeStore { path, reason }) => {
+                assert_eq!(path, home.path().join("baselines"));
+                assert_eq!(reason, crate::error::UnsafeReason::SymbolicLink);
+            }
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => panic!("followed the link"),
+        };
+        unsafe_store(s.begin_scan(&w, "m", None).map(|_| ()));
+        unsafe_store(prune(&store, &[], false).map(|_| ()));
+        let left: Vec<_> = std::fs::read_dir(outside.path())
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(victim.is_dir());
     }
 }

@@ -143,7 +143,7 @@ impl Session {
             None
         };
         let identity = workspace.identity();
-        let git_cache = super::baseline::git_cache_of(self.store().home(), &identity);
+        let git_cache = super::baseline::git_cache_of(self.store(), &identity)?;
         let read_git = || super::git_cache::refresh(&root, &git_cache);
         // With git's listing cached for its index as it is (the common
         // case), the listing is read first, in milliseconds, and each clean
@@ -319,7 +319,7 @@ impl Sources<'_> {
             let b = match &mut self.baseline {
                 Some(b) => b,
                 None => self.baseline.insert(Baseline::open(
-                    store.home(),
+                    store,
                     self.identity,
                     store.options().file_lock_timeout,
                 )?),
