@@ -53,6 +53,7 @@ pub(crate) fn run_scan(ctx: &Context, args: &CheckpointArgs) -> Result<ScanBegun
     let ws = ctx.workspace()?;
     let opts = turnback_store::ScanOptions {
         size_limit: args.max_size,
+        ..Default::default()
     };
     let id = session.begin_scan_with(&ws, &args.message, None, &opts)?;
     Ok(ScanBegun {

@@ -57,6 +57,7 @@ pub(crate) fn run(ctx: &Context, args: &RunArgs) -> Result<Scanned, CliError> {
     let message = args.message.clone().unwrap_or_else(|| line.clone());
     let opts = turnback_store::ScanOptions {
         size_limit: args.max_size,
+        ..Default::default()
     };
     // Watched while the command runs: the commit looks again only where
     // something happened, not at the whole workspace.

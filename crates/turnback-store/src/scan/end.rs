@@ -326,6 +326,13 @@ impl Session {
                     unrecorded.push(Unrecorded::TooBig { path, size });
                     continue;
                 }
+                // The beginning did not copy it (`begin.rs`, the baseline's
+                // cap or its time budget): said, never a silent loss.
+                Some(Source::NotCopied(reason)) => {
+                    let reason = reason.clone();
+                    unrecorded.push(Unrecorded::NoBackup { path, reason });
+                    continue;
+                }
                 Some(Source::Git(_)) => {
                     let b = c.before.as_ref().expect("a source");
                     match objects.next().flatten() {

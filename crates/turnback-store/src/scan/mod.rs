@@ -39,6 +39,7 @@ mod watch;
 #[cfg(all(test, target_os = "linux"))]
 mod watch_tests;
 
+pub use baseline::BaselineUsage;
 pub(crate) use baseline::{prune as prune_baselines, workspaces_of};
-pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions, WatchedScan};
+pub use begin::{DEFAULT_COPY_BUDGET, DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions, WatchedScan};
 pub use report::{PathKind, ScanChange, ScanChangeKind, ScanReport, Unrecorded};

@@ -40,6 +40,9 @@ pub(crate) enum Source {
     Link(String),
     /// Over the size limit: not backed up (a change is reported).
     TooBig,
+    /// Not copied into the baseline, for this reason (it was full, or the
+    /// beginning ran out of time): not backed up (a change is reported).
+    NotCopied(String),
 }
 
 /// One file as the bracket began.
@@ -128,6 +131,7 @@ const GIT: u8 = 0;
 const BASELINE: u8 = 1;
 const LINK: u8 = 2;
 const TOO_BIG: u8 = 3;
+const NOT_COPIED: u8 = 4;
 
 /// One file of a [`Body`], borrowed from it.
 #[derive(Debug, Clone, Copy)]
@@ -146,6 +150,7 @@ impl SeenRef<'_> {
             GIT => Source::Git(value),
             BASELINE => Source::Baseline(value),
             LINK => Source::Link(value),
+            NOT_COPIED => Source::NotCopied(value),
             _ => Source::TooBig,
         };
         Seen {
@@ -165,6 +170,7 @@ impl Body {
             Source::Baseline(sha) => (BASELINE, sha.as_str()),
             Source::Link(target) => (LINK, target.as_str()),
             Source::TooBig => (TOO_BIG, ""),
+            Source::NotCopied(why) => (NOT_COPIED, why.as_str()),
         };
         self.push_parts(&f.path, &f.stat, f.racy, kind, value);
     }
@@ -244,7 +250,7 @@ fn one<'a>(r: &mut Reader<'a>) -> Option<std::result::Result<SeenRef<'a>, String
     let flags = r.take(2)?;
     let (racy, kind) = (flags[0] == 1, flags[1]);
     let value = r.text()?;
-    if kind > TOO_BIG {
+    if kind > NOT_COPIED {
         return Some(Err(format!("a source of kind {kind}")));
     }
     let stat = Stat {

@@ -571,7 +571,10 @@ fn a_file_over_the_size_limit_is_reported_not_backed_up() {
     let d = dir.path();
     std::fs::write(d.join("big"), "0123456789abcdef").unwrap();
     std::fs::write(d.join("small"), "s").unwrap();
-    let opts = crate::ScanOptions { size_limit: 8 };
+    let opts = crate::ScanOptions {
+        size_limit: 8,
+        ..Default::default()
+    };
     let id = s.begin_scan_with(&ws, "m", None, &opts).unwrap();
     std::fs::write(d.join("big"), "fedcba9876543210").unwrap();
     std::fs::write(d.join("small"), "t").unwrap();
