@@ -139,6 +139,11 @@ pub fn diff(session: &str, files: &[FileDiff]) -> Value {
     json!({ "session": session, "files": files })
 }
 
+/// The workspaces' scan baselines of a store (`docs/JSON.md`).
+pub fn baselines(u: &turnback_store::BaselineUsage) -> Value {
+    json!({ "count": u.baselines, "bytes": u.bytes })
+}
+
 pub fn sessions(list: &[SessionSummary]) -> Value {
     let list: Vec<Value> = list
         .iter()
@@ -212,6 +217,7 @@ pub fn settings(s: &Settings) -> Value {
         json!(s.max_entries.value),
         json!(s.max_bytes.value),
         json!(s.compress_backups.value),
+        json!(s.max_baseline_bytes.value),
     ];
     let list: Vec<Value> = SETTING_KEYS
         .iter()

@@ -267,6 +267,25 @@ pub fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
     s
 }
 
+/// The workspaces' scan baselines of a store in words: how many and the
+/// disk they take, and the cap on each when given.
+pub fn baselines(u: &turnback_store::BaselineUsage, cap: Option<u64>) -> String {
+    let mut s = format!(
+        "{} workspace {} of {} bytes on disk",
+        u.baselines,
+        if u.baselines == 1 {
+            "baseline"
+        } else {
+            "baselines"
+        },
+        u.bytes
+    );
+    if let Some(cap) = cap {
+        s.push_str(&format!(" (at most {cap} bytes of copies each)"));
+    }
+    s
+}
+
 pub fn sessions(out: &Out, list: &[SessionSummary]) -> String {
     if list.is_empty() {
         return "no sessions in this store\n".into();
@@ -395,7 +414,7 @@ pub fn settings(out: &Out, s: &Settings) -> String {
     let mut text = format!("config file: {file}\n");
     for (key, value, env) in setting_rows(s) {
         text.push_str(&format!(
-            "{key:<16} {value:<12} {}  (env {env})\n",
+            "{key:<18} {value:<12} {}  (env {env})\n",
             out.paint(Role::Dim, &escape(&s.source_of(key).to_string()))
         ));
     }
@@ -416,6 +435,7 @@ fn setting_rows(s: &Settings) -> Vec<(&'static str, String, &'static str)> {
         s.max_entries.value.to_string(),
         size(s.max_bytes.value),
         s.compress_backups.value.to_string(),
+        size(s.max_baseline_bytes.value),
     ];
     SETTING_KEYS
         .iter()

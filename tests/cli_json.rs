@@ -807,7 +807,7 @@ fn sessions_lists_every_session_with_its_size_and_problem() {
     let ws = canonical(&env);
     assert_eq!(
         json_ok(&env, None, &["sessions"], None),
-        json!({ "sessions": [] })
+        json!({ "sessions": [], "baselines": { "count": 0, "bytes": 0 } })
     );
     put(&env, "a.txt", b"12345");
     put(&env, "b.txt", b"123");
@@ -824,7 +824,7 @@ fn sessions_lists_every_session_with_its_size_and_problem() {
     fs::write(&bad_index, b"{ not json").unwrap();
 
     let v = json_ok(&env, None, &["sessions"], None);
-    assert_eq!(keys(&v), ["sessions"]);
+    assert_eq!(keys(&v), ["baselines", "sessions"]);
     let list = v["sessions"].as_array().unwrap();
     let ids: Vec<&str> = list.iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(

@@ -957,3 +957,206 @@ fn a_clean_file_whose_git_object_is_gone_is_reported_and_the_rest_recorded() {
     assert!(!env.path("new.txt").exists(), "{undo}");
     assert_eq!(util::read_text(env.path("src/lib.rs")), "changed\n");
 }
+
+/// A symbolic link planted as the store's `baselines/` directory, or as one
+/// workspace's baseline under it, is refused as every other store
+/// directory is (`unsafe-store`), and nothing is written through it.
+#[test]
+fn a_symbolic_link_planted_as_a_baseline_directory_is_refused() {
+    let env = workspace(false);
+    let outside = tempfile::tempdir().unwrap();
+    let planted = outside.path().join("planted");
+    std::fs::create_dir(&planted).unwrap();
+    let baselines = env.home.path().join("baselines");
+    let refused = |what: &str| {
+        let out = run(&env, Some("agent"), &["--json", "run", "--", "true"]);
+        assert!(!out.status.success(), "{what}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let v: serde_json::Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| {
+            panic!("{what}: stderr is not JSON ({e}): {err}");
+        });
+        assert_eq!(v["error"]["kind"], "unsafe-store", "{what}: {v}");
+        assert_eq!(
+            std::fs::read_dir(&planted).unwrap().count(),
+            0,
+            "{what}: written through the link"
+        );
+    };
+    // Before any scan: `baselines/` itself a link.
+    std::fs::create_dir_all(env.home.path()).unwrap();
+    std::os::unix::fs::symlink(&planted, &baselines).unwrap();
+    refused("baselines/ a link");
+    // After a scan: the workspace's baseline a link.
+    std::fs::remove_file(&baselines).unwrap();
+    ok(run(&env, Some("agent"), &["run", "--", "true"]), "run");
+    let key = std::fs::read_dir(&baselines)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .expect("a baseline");
+    std::fs::remove_dir_all(&key).unwrap();
+    std::os::unix::fs::symlink(&planted, &key).unwrap();
+    refused("baselines/<key> a link");
+    // Its blobs a link.
+    std::fs::remove_file(&key).unwrap();
+    ok(run(&env, Some("agent"), &["run", "--", "true"]), "run");
+    let blobs = key.join("blobs");
+    std::fs::remove_dir_all(&blobs).unwrap();
+    std::os::unix::fs::symlink(&planted, &blobs).unwrap();
+    refused("baselines/<key>/blobs a link");
+}
+
+/// The disk the files directly in `dir` take, in allocated blocks (what
+/// `du` counts), and how many there are.
+fn disk_of(dir: &Path) -> (u64, usize) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    read.flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .fold((0, 0), |(b, n), m| (b + m.blocks() * 512, n + 1))
+}
+
+/// The blobs directory of the one workspace baseline of `env`'s store.
+fn baseline_blobs(env: &Env) -> std::path::PathBuf {
+    let all = env.home.path().join("baselines");
+    let mut keys: Vec<_> = std::fs::read_dir(&all)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    keys.pop().unwrap().join("blobs")
+}
+
+/// Issue 6: outside git every file is copied into the workspace's baseline;
+/// under `TURNBACK_MAX_BASELINE_BYTES` the copies stop at the cap, and a
+/// change to a file not copied is reported not backed up (the run's report,
+/// the undo), never lost silently. `status`, `sessions` and `config` count
+/// the baselines' disk.
+#[test]
+fn a_scan_baseline_stays_within_its_cap_and_says_what_it_did_not_back_up() {
+    let env = Env::new();
+    let n = 100;
+    // Each different: the same contents would be one copy.
+    let contents = |i: usize| format!("{i:03}\n").repeat(2_500).into_bytes();
+    for i in 0..n {
+        std::fs::write(env.path(&format!("f{i:03}.txt")), contents(i)).unwrap();
+    }
+    let cap: u64 = 256 << 10;
+    let capped = |args: &[&str]| {
+        let mut c = env.cmd(Some("agent"));
+        c.env("TURNBACK_MAX_BASELINE_BYTES", "256K").args(args);
+        c.output().unwrap()
+    };
+    let out = capped(&[
+        "--json",
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "for f in f*.txt; do echo b > $f; done",
+    ]);
+    let r: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+    let (disk, blobs) = disk_of(&baseline_blobs(&env));
+    assert!(
+        disk <= cap,
+        "{disk} bytes of baseline over the cap of {cap} ({blobs} blobs)"
+    );
+    assert!(blobs > 0, "what fits is still copied");
+    let changes = r["changes"].as_array().unwrap();
+    let unrecorded = r["unrecorded"].as_array().unwrap();
+    assert_eq!(changes.len() + unrecorded.len(), n, "{r}");
+    assert_eq!(changes.len(), blobs, "a change for each copy: {r}");
+    assert!(!unrecorded.is_empty(), "{r}");
+    assert!(unrecorded.iter().all(|u| u["reason"] == "no-backup"), "{r}");
+    // In words, why: a file that can never fit.
+    std::fs::write(env.path("big.bin"), vec![b'a'; 300 << 10]).unwrap();
+    let text = ok(
+        capped(&["run", "--", "sh", "-c", "echo c > big.bin"]),
+        "run",
+    );
+    assert!(text.contains("scan baseline is full"), "{text}");
+    // The undo (of the first run: the second recorded nothing) restores
+    // what was copied and names what it cannot.
+    let undo = ok(capped(&["undo"]), "undo");
+    assert!(undo.contains("not restored, never backed up"), "{undo}");
+    let restored = (0..n)
+        .filter(|&i| util::read(env.path(&format!("f{i:03}.txt"))) == contents(i))
+        .count();
+    assert_eq!(restored, blobs, "{undo}");
+    // Counted where a person looks.
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(capped(&["--json", "status"]), "status")).unwrap();
+    assert_eq!(status["store"]["baselines"]["count"], 1, "{status}");
+    let counted = status["store"]["baselines"]["bytes"].as_u64().unwrap();
+    assert!(counted >= disk, "{status}");
+    let text = ok(capped(&["status"]), "status");
+    assert!(text.contains("1 workspace baseline"), "{text}");
+    let sessions: serde_json::Value =
+        serde_json::from_str(&ok(capped(&["--json", "sessions"]), "sessions")).unwrap();
+    assert_eq!(sessions["baselines"]["count"], 1, "{sessions}");
+    let text = ok(capped(&["sessions"]), "sessions");
+    assert!(text.contains("1 workspace baseline"), "{text}");
+    let config: serde_json::Value =
+        serde_json::from_str(&ok(capped(&["--json", "config"]), "config")).unwrap();
+    assert_eq!(config["baselines"]["bytes"], counted, "{config}");
+    let max = config["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "max_baseline_bytes")
+        .cloned();
+    assert_eq!(
+        max.as_ref().map(|m| &m["value"]),
+        Some(&serde_json::json!(cap)),
+        "{config}"
+    );
+    let text = ok(capped(&["config"]), "config");
+    assert!(text.contains("max_baseline_bytes"), "{text}");
+    assert!(text.contains("1 workspace baseline"), "{text}");
+}
+
+/// Issue 6: a file changed by one command after another is copied into the
+/// baseline again by each beginning; the old copy goes once the baseline
+/// holds the new one and no open scan names it. A file the commands delete
+/// leaves no copy behind.
+#[test]
+fn a_baseline_keeps_only_the_copies_it_still_needs() {
+    let env = workspace(false);
+    let files = || {
+        util::tree_digest(env.ws.path())
+            .keys()
+            .filter(|p| std::fs::symlink_metadata(env.ws.path().join(p)).is_ok_and(|m| m.is_file()))
+            .count()
+    };
+    for i in 0..5 {
+        let cmd = format!("echo {i} >> src/lib.rs && echo {i} > made{i}.txt");
+        ok(
+            run(&env, Some("agent"), &["run", "--", "sh", "-c", &cmd]),
+            "run",
+        );
+    }
+    ok(
+        run(
+            &env,
+            Some("agent"),
+            &["run", "--", "sh", "-c", "rm made0.txt made1.txt"],
+        ),
+        "run",
+    );
+    ok(run(&env, Some("agent"), &["run", "--", "true"]), "run");
+    let (_, blobs) = disk_of(&baseline_blobs(&env));
+    let n = files();
+    assert!(blobs <= n, "{blobs} copies for {n} files");
+    // Every change still undoes: the session holds its own copies.
+    for _ in 0..6 {
+        ok(run(&env, Some("agent"), &["undo"]), "undo");
+    }
+    assert_eq!(util::read_text(env.path("src/lib.rs")), "fn lib() {}\n");
+    assert!(!env.path("made0.txt").exists());
+}

@@ -55,6 +55,7 @@ pub(crate) fn run_scan(ctx: &Context, args: &CheckpointArgs) -> Result<ScanBegun
         size_limit: args.max_size,
         // The caller ends the bracket: while it runs, a prune keeps the session.
         owner_pid: Some(crate::sys::agent_pid()),
+        ..Default::default()
     };
     let id = session.begin_scan_with(&ws, &args.message, None, &opts)?;
     Ok(ScanBegun {

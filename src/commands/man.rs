@@ -89,7 +89,7 @@ fn render_man() -> std::io::Result<String> {
             ".TP\n\\fB{var}\\fR\nOverrides \\fB{}\\fR of the config file{}.\n",
             escape(key),
             match key {
-                "max_bytes" => " (bytes, or with a unit: 500M, 2G)",
+                "max_bytes" | "max_baseline_bytes" => " (bytes, or with a unit: 500M, 2G)",
                 "compress_backups" => " (true or false)",
                 _ => "",
             },

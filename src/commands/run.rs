@@ -59,6 +59,7 @@ pub(crate) fn run(ctx: &Context, args: &RunArgs) -> Result<Scanned, CliError> {
         size_limit: args.max_size,
         // This process ends the bracket.
         owner_pid: None,
+        ..Default::default()
     };
     // Watched while the command runs: the commit looks again only where
     // something happened, not at the whole workspace.

@@ -3,7 +3,7 @@
 use serde_json::Value;
 use turnback::output::Out;
 use turnback::{json, text};
-use turnback_store::SessionSummary;
+use turnback_store::{BaselineUsage, SessionSummary};
 
 use crate::commands::CliError;
 use crate::context::Context;
@@ -15,18 +15,26 @@ use crate::render::Report;
 pub(crate) struct SessionsArgs {}
 
 /// Every session of the store.
-pub(crate) struct Sessions(Vec<SessionSummary>);
+/// Every session of the store, and the workspaces' scan baselines, which
+/// take disk of their own that no session's bytes count.
+pub(crate) struct Sessions(Vec<SessionSummary>, BaselineUsage);
 
 impl Report for Sessions {
     fn json(&self) -> Option<Value> {
-        Some(json::sessions(&self.0))
+        let mut v = json::sessions(&self.0);
+        v["baselines"] = json::baselines(&self.1);
+        Some(v)
     }
 
     fn text(&self, out: &Out) -> String {
-        text::sessions(out, &self.0)
+        let mut s = text::sessions(out, &self.0);
+        if self.1.baselines > 0 {
+            s.push_str(&format!("besides: {}\n", text::baselines(&self.1, None)));
+        }
+        s
     }
 }
 
 pub(crate) fn run(ctx: &Context, _: &SessionsArgs) -> Result<Sessions, CliError> {
-    Ok(Sessions(ctx.store.sessions()?))
+    Ok(Sessions(ctx.store.sessions()?, ctx.store.baseline_usage()?))
 }

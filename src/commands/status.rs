@@ -11,7 +11,7 @@ use turnback::json::rfc3339;
 use turnback::output::{Out, Role};
 use turnback::text::{escape, escape_path};
 use turnback::when::when;
-use turnback_store::{ChoiceReason, Entry, OpenScan, SessionChoice};
+use turnback_store::{BaselineUsage, ChoiceReason, Entry, OpenScan, SessionChoice};
 
 use crate::hooks::event::Agent;
 
@@ -55,6 +55,9 @@ pub(crate) struct Status {
     home: PathBuf,
     sessions: usize,
     bytes: u64,
+    /// The workspaces' scan baselines, and the cap on each.
+    baselines: BaselineUsage,
+    max_baseline_bytes: u64,
 }
 
 impl Report for Status {
@@ -96,7 +99,16 @@ impl Report for Status {
             "hooks": self.hooks.iter().map(|(agent, file, n)| json!({
                 "agent": agent.name(), "file": file, "hooks": n,
             })).collect::<Vec<_>>(),
-            "store": { "home": self.home, "sessions": self.sessions, "bytes": self.bytes },
+            "store": {
+                "home": self.home,
+                "sessions": self.sessions,
+                "bytes": self.bytes,
+                "baselines": {
+                    "count": self.baselines.baselines,
+                    "bytes": self.baselines.bytes,
+                    "max_bytes": self.max_baseline_bytes,
+                },
+            },
         }))
     }
 
@@ -186,7 +198,7 @@ impl Report for Status {
             ));
         }
         s.push_str(&format!(
-            "store: {}, {} {}, {} bytes of backups\n",
+            "store: {}, {} {}, {} bytes of backups, {}\n",
             escape_path(&self.home),
             self.sessions,
             if self.sessions == 1 {
@@ -194,7 +206,8 @@ impl Report for Status {
             } else {
                 "sessions"
             },
-            self.bytes
+            self.bytes,
+            turnback::text::baselines(&self.baselines, Some(self.max_baseline_bytes)),
         ));
         s
     }
@@ -217,6 +230,8 @@ pub(crate) fn run(ctx: &Context, _: &StatusArgs) -> Result<Status, CliError> {
         home: ctx.store.home().to_owned(),
         sessions: summaries.len(),
         bytes: summaries.iter().map(|s| s.bytes).sum(),
+        baselines: ctx.store.baseline_usage()?,
+        max_baseline_bytes: ctx.store.settings().max_baseline_bytes.value,
     })
 }
 

@@ -190,8 +190,8 @@ pub use revert::{
     FileRevert, FileStatus, REDO_OVERWRITE_MESSAGE, RevertAction, RevertOptions, RevertReport,
 };
 pub use scan::{
-    DEFAULT_SIZE_LIMIT, OpenScan, PathKind, ScanChange, ScanChangeKind, ScanOptions, ScanReport,
-    Unrecorded, WatchedScan,
+    BaselineUsage, DEFAULT_COPY_BUDGET, DEFAULT_SIZE_LIMIT, OpenScan, PathKind, ScanChange,
+    ScanChangeKind, ScanOptions, ScanReport, Unrecorded, WatchedScan,
 };
 pub use session::{Expected, Session, TrackedFile};
 pub use session_id::{generate as generate_session_id, validate as validate_session_id};

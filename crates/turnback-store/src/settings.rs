@@ -1,6 +1,7 @@
 //! Settings a user can see: how many sessions and days retention keeps,
 //! each session's caps on entries and stored bytes, and whether backups are
-//! compressed; each value with where it came from (a default, the config
+//! compressed, and how much disk each workspace's scan baseline may take;
+//! each value with where it came from (a default, the config
 //! file, the environment, a flag).
 //!
 //! The config file is `$XDG_CONFIG_HOME/turnback/config.toml` (else
@@ -22,13 +23,17 @@ use crate::error::{Error, Result};
 
 /// The file's keys, and the environment variables that override them, in the
 /// order `turnback config` lists them.
-pub const KEYS: [(&str, &str); 5] = [
+pub const KEYS: [(&str, &str); 6] = [
     ("keep_sessions", "TURNBACK_KEEP_SESSIONS"),
     ("keep_days", "TURNBACK_KEEP_DAYS"),
     ("max_entries", "TURNBACK_MAX_ENTRIES"),
     ("max_bytes", "TURNBACK_MAX_BYTES"),
     ("compress_backups", "TURNBACK_COMPRESS_BACKUPS"),
+    ("max_baseline_bytes", "TURNBACK_MAX_BASELINE_BYTES"),
 ];
+
+/// The default of `max_baseline_bytes`: 256 MiB of disk per workspace.
+pub const DEFAULT_MAX_BASELINE_BYTES: u64 = 256 << 20;
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +104,11 @@ pub struct Settings {
     /// smaller (`docs/FORMAT.md`, "Blob encoding"); either way every backup
     /// reads back.
     pub compress_backups: Setting<bool>,
+    /// A workspace's scan baseline (`baselines/<key>/blobs/`, the copies a
+    /// scan bracket takes of the files git does not hold) takes at most this
+    /// many bytes of disk; a beginning that would go past it copies no more,
+    /// and a change to a file it did not copy is reported not backed up.
+    pub max_baseline_bytes: Setting<u64>,
     /// The config file looked for (it may not exist); `None` without a home
     /// directory to find it in.
     pub config_file: Option<PathBuf>,
@@ -112,6 +122,7 @@ impl Default for Settings {
             max_entries: Setting::default(2_000),
             max_bytes: Setting::default(1 << 30),
             compress_backups: Setting::default(true),
+            max_baseline_bytes: Setting::default(DEFAULT_MAX_BASELINE_BYTES),
             config_file: None,
         }
     }
@@ -186,6 +197,7 @@ impl Settings {
             "max_entries" => &self.max_entries.source,
             "max_bytes" => &self.max_bytes.source,
             "compress_backups" => &self.compress_backups.source,
+            "max_baseline_bytes" => &self.max_baseline_bytes.source,
             _ => panic!("{key} is not a setting"),
         }
     }
@@ -232,6 +244,7 @@ impl Settings {
             "max_entries" => self.max_entries.set(count(raw, 1)? as usize, source),
             "max_bytes" => self.max_bytes.set(bytes(raw)?, source),
             "compress_backups" => self.compress_backups.set(boolean(raw)?, source),
+            "max_baseline_bytes" => self.max_baseline_bytes.set(bytes(raw)?, source),
             _ => {
                 let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
                 return Err(format!("unknown key; the keys are {}", known.join(", ")));
@@ -446,6 +459,25 @@ mod tests {
         let err = load("compress_backups = 1\n", &[]).unwrap_err().to_string();
         assert!(err.contains("expected true or false"), "{err}");
         assert!(load("", &[("TURNBACK_COMPRESS_BACKUPS", "perhaps")]).is_err());
+    }
+
+    #[test]
+    fn max_baseline_bytes_is_a_size_from_the_file_or_the_environment() {
+        let s = load("", &[]).unwrap();
+        assert_eq!(s.max_baseline_bytes.value, DEFAULT_MAX_BASELINE_BYTES);
+        let s = load("max_baseline_bytes = \"64M\"\n", &[]).unwrap();
+        assert_eq!(s.max_baseline_bytes.value, 64 << 20);
+        let s = load(
+            "max_baseline_bytes = \"64M\"\n",
+            &[("TURNBACK_MAX_BASELINE_BYTES", "1G")],
+        )
+        .unwrap();
+        assert_eq!(s.max_baseline_bytes.value, 1 << 30);
+        assert_eq!(
+            s.source_of("max_baseline_bytes"),
+            &Source::Env("TURNBACK_MAX_BASELINE_BYTES")
+        );
+        assert!(load("max_baseline_bytes = 0\n", &[]).is_err());
     }
 
     #[test]

@@ -5,6 +5,14 @@
 //! then kept up to date by stat: a file whose stat is the one listed is not
 //! read again. Changed only under its own lock. A prune drops one no kept
 //! session uses ([`prune`]): a cache, built again by the next scan.
+//!
+//! Bounded: its blobs take at most `max_baseline_bytes` of disk (counted in
+//! allocated blocks, what `du` says: 50,000 small files take 200 MiB, not
+//! their 400 KiB). A copy that would go past it is not made ([`Baseline::
+//! room_for`]); the beginning records that file as not backed up. A blob
+//! that neither the listing nor an open scan's record names (a file's older
+//! copy, a file gone from the workspace, a racy copy whose bracket ended)
+//! is deleted under the lock ([`Baseline::collect`]).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
@@ -38,7 +46,29 @@ pub(crate) struct Baseline {
     /// Blobs were stored since the directory was last synced.
     unsynced: bool,
     blobs: Blobs,
+    /// The bytes of disk its blobs take: counted at the first copy that
+    /// needs it, then kept (each copy adds its estimate, [`on_disk`]).
+    bytes: Option<u64>,
+    /// Blobs were stored or listed ones dropped: some may be named by
+    /// nothing now ([`Baseline::collect`]).
+    unnamed: bool,
+    /// [`Baseline::collect`] ran since this was opened.
+    collected: bool,
     _lock: LockGuard,
+}
+
+/// What the disk gives a file of `size` bytes, roughly: whole 4 KiB
+/// blocks, and one for an empty file's inode. An estimate only until the
+/// blobs are counted again; over rather than under for most file systems.
+fn on_disk(size: u64) -> u64 {
+    size.max(1).div_ceil(4096) * 4096
+}
+
+/// The disk a file takes: its allocated blocks (a sparse or reflinked file
+/// may take less than its length, a small one takes a whole block).
+fn allocated(md: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    md.blocks().saturating_mul(512)
 }
 
 /// The key of a workspace's baseline: its root's path and identity.
@@ -48,16 +78,35 @@ fn key(root: &WorkspaceRoot) -> String {
     hash[..32].to_owned()
 }
 
+/// The paths of `root`'s baseline in `store`, once `baselines/`, the
+/// baseline's directory and its `blobs/` passed the store's trust check
+/// (`trust.rs`): a symbolic link planted as any of them, or one that others
+/// may write, is [`Error::UnsafeStore`], before anything is made or written
+/// through it. Each is checked before the one inside it is made, so what is
+/// made is in the checked directory.
+fn checked(store: &Store, root: &WorkspaceRoot) -> Result<BaselinePaths> {
+    let paths = BaselinePaths::new(store.home(), &key(root));
+    store.check_session_dirs(None)?;
+    for dir in [
+        BaselinePaths::all(store.home()),
+        paths.dir.clone(),
+        paths.blobs.clone(),
+    ] {
+        store.secure_store_dir(&dir)?;
+    }
+    Ok(paths)
+}
+
 impl Baseline {
-    /// Opens (or starts) the baseline of `root` in `home`, taking its lock
+    /// Opens (or starts) the baseline of `root` in `store`, taking its lock
     /// (waiting at most `timeout`). A listing it cannot read is started over:
     /// it is a cache, and every blob it names is checked when used.
     pub(crate) fn open(
-        home: &std::path::Path,
+        store: &Store,
         root: &WorkspaceRoot,
         timeout: std::time::Duration,
     ) -> Result<Baseline> {
-        let paths = BaselinePaths::new(home, &key(root));
+        let paths = checked(store, root)?;
         let busy = |why: &str| Error::ScanFailed {
             path: paths.lock.clone(),
             reason: format!("the workspace's baseline is busy ({why})"),
@@ -96,6 +145,9 @@ impl Baseline {
             files,
             changed: false,
             unsynced: false,
+            bytes: None,
+            unnamed: false,
+            collected: false,
             _lock: lock,
         })
     }
@@ -117,15 +169,83 @@ impl Baseline {
         racy: bool,
         file: &mut crate::workspace::OpenFile,
     ) -> Result<String> {
-        let (sha, _) = self
+        let (sha, size) = self
             .blobs
             .store_file_batched(&mut file.file, &file.display)?;
         self.unsynced = true;
+        self.unnamed = true;
+        if let Some(b) = &mut self.bytes {
+            *b += on_disk(size);
+        }
         if !racy {
             self.files.insert(path.to_owned(), (stat, sha.clone()));
             self.changed = true;
         }
         Ok(sha)
+    }
+
+    /// True when a copy of a file of `size` bytes keeps the blobs within
+    /// `cap` bytes of disk. When it would not, the blobs no one names are
+    /// deleted first (once per opening: `keep` names those of the beginning
+    /// under way) and the copy fits if that made room.
+    pub(crate) fn room_for(
+        &mut self,
+        size: u64,
+        cap: u64,
+        store: &Store,
+        keep: &HashSet<String>,
+    ) -> bool {
+        let need = on_disk(size);
+        let blobs = &self.paths.blobs;
+        let bytes = *self.bytes.get_or_insert_with(|| bytes_in(blobs).1);
+        if bytes.saturating_add(need) <= cap {
+            return true;
+        }
+        if !self.collected {
+            self.collect(store, keep);
+        }
+        self.bytes.is_some_and(|b| b.saturating_add(need) <= cap)
+    }
+
+    /// Deletes every blob that nothing needs any more: named neither by the
+    /// listing, nor in `keep` (the beginning under way), nor by the record
+    /// of a scan open on this workspace in any session (its commit copies
+    /// from here). Holding the lock, which every beginning holds until its
+    /// record is written, no record naming a blob can appear meanwhile; a
+    /// record that cannot be read keeps everything. Counts the blobs again.
+    pub(crate) fn collect(&mut self, store: &Store, keep: &HashSet<String>) {
+        self.collected = true;
+        self.unnamed = false;
+        let Some(open) = open_blobs(store, &self.paths) else {
+            return;
+        };
+        let Ok(read) = std::fs::read_dir(&self.paths.blobs) else {
+            return;
+        };
+        let listed: HashSet<&str> = self.files.values().map(|(_, h)| h.as_str()).collect();
+        let mut bytes = 0;
+        for e in read.flatten() {
+            let Ok(name) = e.file_name().into_string() else {
+                continue;
+            };
+            let Ok(md) = e.metadata() else { continue };
+            let named = !crate::hash::is_sha256_hex(&name)
+                || listed.contains(name.as_str())
+                || keep.contains(&name)
+                || open.contains(&name);
+            if named || !md.is_file() || std::fs::remove_file(e.path()).is_err() {
+                bytes += allocated(&md);
+            }
+        }
+        self.bytes = Some(bytes);
+    }
+
+    /// [`Baseline::collect`] if blobs were stored or listed ones dropped
+    /// since it was opened, and it has not run since.
+    pub(crate) fn collect_if_needed(&mut self, store: &Store, keep: &HashSet<String>) {
+        if self.unnamed {
+            self.collect(store, keep);
+        }
     }
 
     /// Drops from the listing each path `seen` (every path the scan saw)
@@ -142,6 +262,7 @@ impl Baseline {
         if !unseen.is_empty() {
             self.files.retain(|p, _| !unseen.contains(p));
             self.changed = true;
+            self.unnamed = true;
         }
     }
 
@@ -175,10 +296,11 @@ impl Baseline {
     }
 }
 
-/// Where the listing of `root`'s git index is cached in `home`
-/// (`git_cache.rs`): in its baseline, dropped with it.
-pub(crate) fn git_cache_of(home: &std::path::Path, root: &WorkspaceRoot) -> std::path::PathBuf {
-    BaselinePaths::new(home, &key(root)).git_index
+/// Where the listing of `root`'s git index is cached in `store`
+/// (`git_cache.rs`): in its baseline, dropped with it; its directories
+/// checked first, as [`Baseline::open`] checks them.
+pub(crate) fn git_cache_of(store: &Store, root: &WorkspaceRoot) -> Result<std::path::PathBuf> {
+    Ok(checked(store, root)?.git_index)
 }
 
 /// The baseline blobs of `root` in `home`, to read a scan's backups from
@@ -204,6 +326,8 @@ pub(crate) fn prune(store: &Store, kept: &[WorkspaceRoot], dry_run: bool) -> Res
     let home = store.home();
     let keep: HashSet<String> = kept.iter().map(key).collect();
     let all = BaselinePaths::all(home);
+    // Never listed (and what is in it never deleted) through a link.
+    crate::trust::check_dir(&all)?;
     let Ok(read) = std::fs::read_dir(&all) else {
         return Ok((0, 0));
     };
@@ -232,7 +356,7 @@ pub(crate) fn prune(store: &Store, kept: &[WorkspaceRoot], dry_run: bool) -> Res
         if !lock.is_at(&paths.lock) || open_on(store).is_none_or(|o| o.contains(&name)) {
             continue;
         }
-        let size = bytes_in(&paths.blobs);
+        let (_, size) = bytes_in(&paths.blobs);
         if !dry_run {
             // Renamed away under its lock, so a scan waiting for it starts
             // a new one; then deleted.
@@ -268,16 +392,87 @@ fn open_on(store: &Store) -> Option<HashSet<String>> {
     Some(out)
 }
 
-/// The bytes of the files in `dir`.
-fn bytes_in(dir: &Path) -> u64 {
+/// The blobs named by the records of the scans open on the workspace whose
+/// baseline is at `paths`, in every session of `store`; `None` when the
+/// sessions or a record cannot be read (it may name any blob).
+fn open_blobs(store: &Store, paths: &BaselinePaths) -> Option<HashSet<String>> {
+    let mut out = HashSet::new();
+    for id in store.session_ids().ok()? {
+        let dir = store.session_dir(&id);
+        for id in super::record::list(&dir) {
+            let Some(r) = super::record::load(&dir, &id, false).ok()? else {
+                continue;
+            };
+            if BaselinePaths::new(store.home(), &key(&r.header.workspace)).dir != paths.dir {
+                continue;
+            }
+            let Some(r) = super::record::load(&dir, &id, true).ok()? else {
+                continue;
+            };
+            out.extend(r.files.into_iter().filter_map(|f| match f.source {
+                super::record::Source::Baseline(h) => Some(h),
+                _ => None,
+            }));
+        }
+    }
+    Some(out)
+}
+
+/// The files directly in `dir`: their length and the disk they take.
+fn bytes_in(dir: &Path) -> (u64, u64) {
     let Ok(read) = std::fs::read_dir(dir) else {
-        return 0;
+        return (0, 0);
     };
     read.flatten()
         .filter_map(|e| e.metadata().ok())
         .filter(|m| m.is_file())
-        .map(|m| m.len())
-        .sum()
+        .fold((0, 0), |(len, disk), m| {
+            (len + m.len(), disk + allocated(&m))
+        })
+}
+
+/// The workspaces' scan baselines of a store: how many, and the disk they
+/// take (their blobs, listings and cached git listings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BaselineUsage {
+    /// Baselines (`baselines/<key>/`), one per workspace scanned.
+    pub baselines: usize,
+    /// Bytes of disk they take, in allocated blocks (what `du` counts).
+    pub bytes: u64,
+}
+
+impl Store {
+    /// How many workspaces' scan baselines the store holds and the disk they
+    /// take (each is capped at `max_baseline_bytes` of blobs; a prune drops
+    /// those no kept session uses). [`Error::UnsafeStore`] when `baselines/`
+    /// is a symbolic link.
+    pub fn baseline_usage(&self) -> Result<BaselineUsage> {
+        usage(self.home())
+    }
+}
+
+/// [`BaselineUsage`] of the store at `home`: read without any lock (a
+/// baseline being written or pruned meanwhile is counted as it is seen).
+pub(crate) fn usage(home: &Path) -> Result<BaselineUsage> {
+    let all = BaselinePaths::all(home);
+    crate::trust::check_dir(&all)?;
+    let mut u = BaselineUsage::default();
+    let Ok(read) = std::fs::read_dir(&all) else {
+        return Ok(u);
+    };
+    for e in read.flatten() {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        let a_key = name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit());
+        if !a_key || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let paths = BaselinePaths::new(home, &name);
+        u.baselines += 1;
+        u.bytes += bytes_in(&paths.dir).1 + bytes_in(&paths.blobs).1;
+    }
+    Ok(u)
 }
 
 #[cfg(test)]
@@ -358,5 +553,164 @@ mod tests {
             std::fs::read_to_string(one.path().join("a")).unwrap(),
             "b\n"
         );
+    }
+
+    /// `baselines/` planted as a symbolic link: a scan's beginning and a
+    /// prune refuse it with the store's typed error, and nothing is written
+    /// (or deleted) through it.
+    #[test]
+    fn a_link_planted_as_baselines_is_refused_by_a_scan_and_a_prune() {
+        let home = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("a"), "a\n").unwrap();
+        // A directory that looks like a baseline, which a prune followed
+        // through the link would delete.
+        let victim = outside.path().join("0123456789abcdef0123456789abcdef");
+        std::fs::create_dir(&victim).unwrap();
+        std::os::unix::fs::symlink(outside.path(), home.path().join("baselines")).unwrap();
+        let store = Store::new(home.path());
+        let s = store.session("s").unwrap();
+        let w = Workspace::open(ws.path()).unwrap();
+        let unsafe_store = |r: Result<_>| match r {
+            Err(Error::UnsafeStore { path, reason }) => {
+                assert_eq!(path, home.path().join("baselines"));
+                assert_eq!(reason, crate::error::UnsafeReason::SymbolicLink);
+            }
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => panic!("followed the link"),
+        };
+        unsafe_store(s.begin_scan(&w, "m", None).map(|_| ()));
+        unsafe_store(prune(&store, &[], false).map(|_| ()));
+        let left: Vec<_> = std::fs::read_dir(outside.path())
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(victim.is_dir());
+    }
+
+    /// The blobs of the one baseline in `home`.
+    fn blob_names(home: &Path) -> Vec<String> {
+        let keys = baselines(home);
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        let dir = BaselinePaths::new(home, &keys[0]).blobs;
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = read
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A file's older copy stays while an open scan's record names it (that
+    /// scan's commit copies from it), and goes at the first beginning after
+    /// that scan ended.
+    #[test]
+    fn an_old_copy_stays_while_an_open_scan_names_it() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let w = Workspace::open(ws.path()).unwrap();
+        let store = Store::new(home.path());
+        let one = store.session("one").unwrap();
+        let two = store.session("two").unwrap();
+        std::fs::write(ws.path().join("a"), "v1\n").unwrap();
+        let first = one.begin_scan(&w, "m", None).unwrap();
+        std::fs::write(ws.path().join("a"), "v2 longer\n").unwrap();
+        // Past the file system's clock tick: a change in the tick two's
+        // bracket began in would be shared with it, and one's undo refused.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let second = two.begin_scan(&w, "m", None).unwrap();
+        assert_eq!(
+            blob_names(home.path()).len(),
+            2,
+            "v1 is named by one's record"
+        );
+        let r = one.commit_scan(&first).unwrap();
+        assert_eq!(r.changes.len(), 1, "{r:?}");
+        two.commit_scan(&second).unwrap();
+        let third = two.begin_scan(&w, "m", None).unwrap();
+        two.commit_scan(&third).unwrap();
+        // Nothing was stored by the third: only a change makes it look.
+        std::fs::write(ws.path().join("b"), "b\n").unwrap();
+        let fourth = two.begin_scan(&w, "m", None).unwrap();
+        two.commit_scan(&fourth).unwrap();
+        assert_eq!(blob_names(home.path()).len(), 2, "a's v2 and b");
+        one.undo(crate::RevertOptions::default()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("a")).unwrap(),
+            "v1\n"
+        );
+    }
+
+    /// A beginning past its time budget copies nothing more; a change to a
+    /// file it did not copy is reported not backed up, and nothing recorded.
+    #[test]
+    fn a_beginning_out_of_time_copies_nothing_and_the_commit_says_so() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let w = Workspace::open(ws.path()).unwrap();
+        let store = Store::new(home.path());
+        let s = store.session("s").unwrap();
+        std::fs::write(ws.path().join("a"), "a\n").unwrap();
+        let opts = crate::ScanOptions {
+            copy_budget: std::time::Duration::ZERO,
+            ..Default::default()
+        };
+        let id = s.begin_scan_with(&w, "m", None, &opts).unwrap();
+        assert!(blob_names(home.path()).is_empty());
+        std::fs::write(ws.path().join("a"), "b\n").unwrap();
+        let r = s.commit_scan(&id).unwrap();
+        assert!(r.changes.is_empty(), "{r:?}");
+        match &r.unrecorded[..] {
+            [crate::Unrecorded::NoBackup { path, reason }] => {
+                assert_eq!(path, "a");
+                assert!(reason.contains("ran out of time"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Under `max_baseline_bytes`, a beginning copies what fits and records
+    /// the rest as not copied; the baseline's blobs stay within the cap.
+    #[test]
+    fn a_beginning_copies_no_more_than_the_cap() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let w = Workspace::open(ws.path()).unwrap();
+        let mut settings = crate::Settings::default();
+        settings
+            .max_baseline_bytes
+            .set(64 << 10, crate::SettingSource::Flag("test"));
+        let store = Store::new(home.path()).with_settings(settings);
+        let s = store.session("s").unwrap();
+        for i in 0..32 {
+            std::fs::write(
+                ws.path().join(format!("f{i}")),
+                format!("{i}\n").repeat(2000),
+            )
+            .unwrap();
+        }
+        let id = s.begin_scan(&w, "m", None).unwrap();
+        let (_, disk) =
+            bytes_in(&BaselinePaths::new(home.path(), &baselines(home.path())[0]).blobs);
+        assert!(disk <= 64 << 10, "{disk}");
+        for i in 0..32 {
+            std::fs::write(ws.path().join(format!("f{i}")), "x\n").unwrap();
+        }
+        let r = s.commit_scan(&id).unwrap();
+        let copied = blob_names(home.path()).len();
+        assert!(copied > 0);
+        assert_eq!(
+            (r.changes.len(), r.unrecorded.len()),
+            (copied, 32 - copied),
+            "{r:?}"
+        );
+        let u = store.baseline_usage().unwrap();
+        assert_eq!(u.baselines, 1);
+        assert!(u.bytes >= disk, "{u:?}");
     }
 }

@@ -21,6 +21,11 @@ use super::watch::Live;
 /// is reported (and an undo cannot take it back). 64 MiB.
 pub const DEFAULT_SIZE_LIMIT: u64 = 64 << 20;
 
+/// How long a beginning may spend copying files into the baseline before it
+/// copies no more: 10 s, well inside an agent's hook timeout (30 s and more),
+/// which would otherwise kill the hook with nothing said.
+pub const DEFAULT_COPY_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How a scan is taken.
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
@@ -30,6 +35,10 @@ pub struct ScanOptions {
     /// pid), if not this one: while it lives, a prune keeps the session
     /// ([`crate::SpareReason::Writing`]).
     pub owner_pid: Option<u32>,
+    /// A beginning copies files into the baseline for at most this long
+    /// (from its start); a file it did not copy is recorded as not backed
+    /// up, and a change to it reported so.
+    pub copy_budget: std::time::Duration,
 }
 
 impl Default for ScanOptions {
@@ -37,6 +46,7 @@ impl Default for ScanOptions {
         ScanOptions {
             size_limit: DEFAULT_SIZE_LIMIT,
             owner_pid: None,
+            copy_budget: DEFAULT_COPY_BUDGET,
         }
     }
 }
@@ -129,6 +139,7 @@ impl Session {
         opts: &ScanOptions,
         watched: bool,
     ) -> Result<(String, Option<Live>)> {
+        let started = std::time::Instant::now();
         self.view(|_| ())?;
         self.ensure_dir()?;
         let root = workspace.root().to_owned();
@@ -148,7 +159,7 @@ impl Session {
             None
         };
         let identity = workspace.identity();
-        let git_cache = super::baseline::git_cache_of(self.store().home(), &identity);
+        let git_cache = super::baseline::git_cache_of(self.store(), &identity)?;
         let read_git = || super::git_cache::refresh(&root, &git_cache);
         // With git's listing cached for its index as it is (the common
         // case), the listing is read first, in milliseconds, and each clean
@@ -206,6 +217,10 @@ impl Session {
             limit: opts.size_limit,
             stamp: git.as_ref().map_or([i64::MIN, 0], |g| g.stamp),
             baseline: None,
+            cap: self.store().settings().max_baseline_bytes.value,
+            deadline: started.checked_add(opts.copy_budget),
+            budget: opts.copy_budget,
+            used: HashSet::new(),
         };
         // Each file the walk did not take written into the record's body;
         // then what git tracks and the walk did not list (an ignore file
@@ -235,6 +250,8 @@ impl Session {
         if let Some(b) = &mut sources.baseline {
             b.retain_seen(body.files().filter_map(|f| Some(f.ok()?.path)));
             b.save()?;
+            // The copies nothing names now go, this beginning's kept.
+            b.collect_if_needed(self.store(), &sources.used);
         }
         let header = Header {
             format: record::FORMAT,
@@ -287,7 +304,8 @@ impl Session {
 
 /// Where each file's contents at the beginning are: git's object for a clean
 /// tracked file, else the workspace's baseline (opened, under its lock, at
-/// the first file that needs it), or nowhere (a link, a file over the limit).
+/// the first file that needs it), or nowhere (a link, a file over the limit,
+/// one the baseline had no room or the beginning no time left for).
 struct Sources<'a> {
     session: &'a Session,
     workspace: &'a Workspace,
@@ -297,6 +315,13 @@ struct Sources<'a> {
     /// When git's index was written (its racy-entry rule).
     stamp: [i64; 2],
     baseline: Option<Baseline>,
+    /// The disk the baseline's blobs may take (`max_baseline_bytes`).
+    cap: u64,
+    /// When the beginning stops copying (`None`: a budget past any clock).
+    deadline: Option<std::time::Instant>,
+    budget: std::time::Duration,
+    /// The baseline blobs this beginning's record names.
+    used: HashSet<String>,
 }
 
 impl Sources<'_> {
@@ -328,13 +353,28 @@ impl Sources<'_> {
             let b = match &mut self.baseline {
                 Some(b) => b,
                 None => self.baseline.insert(Baseline::open(
-                    store.home(),
+                    store,
                     self.identity,
                     store.options().file_lock_timeout,
                 )?),
             };
-            match b.lookup(path, &stat).filter(|_| !racy) {
-                Some(h) => Source::Baseline(h.to_owned()),
+            let late = self
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d);
+            match b.lookup(path, &stat).filter(|_| !racy).map(str::to_owned) {
+                Some(h) => Source::Baseline(h),
+                // Not copied, rather than past the hook's timeout or the
+                // cap: a change to it is reported not backed up.
+                None if late => Source::NotCopied(format!(
+                    "the scan's beginning ran out of time to copy it (it copies for {:?} at most)",
+                    self.budget
+                )),
+                None if !b.room_for(stat.size, self.cap, store, &self.used) => {
+                    Source::NotCopied(format!(
+                        "the workspace's scan baseline is full (max_baseline_bytes, {} bytes)",
+                        self.cap
+                    ))
+                }
                 None => {
                     let Some(rel) = RelPath::new(path) else {
                         return Ok(());
@@ -346,12 +386,18 @@ impl Sources<'_> {
                         // One file no one let us read (a root-owned 0600
                         // file) must not switch protection off for the
                         // rest: a change of it is reported as not backed up.
-                        Err(e) if e.is_permission_denied() => Source::Unreadable,
+                        Err(e) if e.is_permission_denied() => Source::NotCopied(
+                            "it could not be read when the command began (permission denied)"
+                                .into(),
+                        ),
                         Err(e) => return Err(e),
                     }
                 }
             }
         };
+        if let Source::Baseline(h) = &source {
+            self.used.insert(h.clone());
+        }
         body.push(&Seen {
             path: path.to_owned(),
             stat,

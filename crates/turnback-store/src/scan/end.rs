@@ -336,12 +336,11 @@ impl Session {
                     unrecorded.push(Unrecorded::TooBig { path, size });
                     continue;
                 }
-                Some(Source::Unreadable) => {
-                    unrecorded.push(Unrecorded::NoBackup {
-                        path,
-                        reason: "it could not be read when the command began (permission denied)"
-                            .into(),
-                    });
+                // The beginning did not copy it (`begin.rs`, the baseline's
+                // cap or its time budget): said, never a silent loss.
+                Some(Source::NotCopied(reason)) => {
+                    let reason = reason.clone();
+                    unrecorded.push(Unrecorded::NoBackup { path, reason });
                     continue;
                 }
                 Some(Source::Git(_)) => {

@@ -43,6 +43,7 @@ mod watch;
 #[cfg(all(test, target_os = "linux"))]
 mod watch_tests;
 
+pub use baseline::BaselineUsage;
 pub(crate) use baseline::{prune as prune_baselines, workspaces_of};
 
 /// True when a bracket of the session at `dir` is open and its process
@@ -55,5 +56,5 @@ pub(crate) fn open_in_use(dir: &crate::layout::SessionDir) -> bool {
             .is_some_and(|r| r.header.in_use())
     })
 }
-pub use begin::{DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions, WatchedScan};
+pub use begin::{DEFAULT_COPY_BUDGET, DEFAULT_SIZE_LIMIT, OpenScan, ScanOptions, WatchedScan};
 pub use report::{PathKind, ScanChange, ScanChangeKind, ScanReport, Unrecorded};

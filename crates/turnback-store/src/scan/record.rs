@@ -40,9 +40,9 @@ pub(crate) enum Source {
     Link(String),
     /// Over the size limit: not backed up (a change is reported).
     TooBig,
-    /// Could not be read (no permission): not backed up (a change is
-    /// reported, and the rest of the command recorded).
-    Unreadable,
+    /// Not copied into the baseline, for this reason (it was full, or the
+    /// beginning ran out of time): not backed up (a change is reported).
+    NotCopied(String),
 }
 
 /// One file as the bracket began.
@@ -179,8 +179,7 @@ const GIT: u8 = 0;
 const BASELINE: u8 = 1;
 const LINK: u8 = 2;
 const TOO_BIG: u8 = 3;
-/// Read as [`TOO_BIG`] by a turnback before it: not backed up either way.
-const UNREADABLE: u8 = 4;
+const NOT_COPIED: u8 = 4;
 
 /// One file of a [`Body`], borrowed from it.
 #[derive(Debug, Clone, Copy)]
@@ -199,7 +198,7 @@ impl SeenRef<'_> {
             GIT => Source::Git(value),
             BASELINE => Source::Baseline(value),
             LINK => Source::Link(value),
-            UNREADABLE => Source::Unreadable,
+            NOT_COPIED => Source::NotCopied(value),
             _ => Source::TooBig,
         };
         Seen {
@@ -219,7 +218,7 @@ impl Body {
             Source::Baseline(sha) => (BASELINE, sha.as_str()),
             Source::Link(target) => (LINK, target.as_str()),
             Source::TooBig => (TOO_BIG, ""),
-            Source::Unreadable => (UNREADABLE, ""),
+            Source::NotCopied(why) => (NOT_COPIED, why.as_str()),
         };
         self.push_parts(&f.path, &f.stat, f.racy, kind, value);
     }
@@ -299,7 +298,7 @@ fn one<'a>(r: &mut Reader<'a>) -> Option<std::result::Result<SeenRef<'a>, String
     let flags = r.take(2)?;
     let (racy, kind) = (flags[0] == 1, flags[1]);
     let value = r.text()?;
-    if kind > UNREADABLE {
+    if kind > NOT_COPIED {
         return Some(Err(format!("a source of kind {kind}")));
     }
     let stat = Stat {
