@@ -662,6 +662,40 @@ fn strict_blocks_a_tool_whose_backup_failed_and_nothing_else() {
     assert!(out.stdout.is_empty());
 }
 
+/// A `Write` of a large file carries the whole file in its event, twice
+/// after it (`tool_input.content`, `tool_response.content`): an event over
+/// the 64 MiB the hook reads whole is read on, without the contents it
+/// does not need, and the old file is backed up all the same. (What it
+/// keeps is capped still, and a call named by a digest pairs up: unit tests
+/// of `hooks::large_event`, where a small cap makes them quick; a debug
+/// build reads such an event at about 5 MiB/s.)
+#[test]
+fn an_event_over_64_mib_still_backs_up_its_file() {
+    let env = Env::new();
+    let big: Value = "x".repeat(65 << 20).into();
+    std::fs::write(env.path("hello.txt"), "old\n").unwrap();
+    let pre = with(
+        claude(&env, "PreToolUse-Write"),
+        "/tool_input/content",
+        big.clone(),
+    );
+    quiet_hook(&env, "claude-code", &pre);
+    std::fs::write(env.path("hello.txt"), big.as_str().unwrap()).unwrap();
+    let post = with(
+        claude(&env, "PostToolUse-Write"),
+        "/tool_input/content",
+        big,
+    );
+    quiet_hook(&env, "claude-code", &post);
+    let entries = all_entries(&env, CLAUDE_SESSION);
+    let id = "toolu_fake_b0b498463b494652".to_owned();
+    assert_eq!(entries, [("hello.txt".to_owned(), id, true)]);
+    let mut c = env.cmd(Some(CLAUDE_SESSION));
+    c.arg("undo");
+    crate::util::run_ok(c, b"", "undo the large write");
+    assert_eq!(read_text(env.path("hello.txt")), "old\n");
+}
+
 #[test]
 fn parallel_post_tool_use_hooks_all_commit() {
     let env = Env::new();

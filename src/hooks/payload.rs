@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-/// The most a hook reads from stdin. A `Write` of a large file carries its
-/// whole contents; past this the event is ignored, not half read.
+/// The most of an event a hook reads whole, and keeps. A `Write` of a large
+/// file carries its whole contents: past this the event is read on without
+/// them (`large_event.rs`); what is left, if still past this, is ignored,
+/// not half read.
 pub(crate) const MAX_EVENT_BYTES: u64 = 64 << 20;
 
 /// An event that cannot be understood, and why.
@@ -25,18 +27,19 @@ fn bad(what: impl Into<String>) -> BadEvent {
     BadEvent(what.into())
 }
 
-/// Reads the event object from `input`, at most [`MAX_EVENT_BYTES`].
+/// Reads the event object from `input`: whole up to [`MAX_EVENT_BYTES`],
+/// past that without the contents of the files it carries.
 pub(crate) fn read_object(input: &mut dyn Read) -> Result<Payload, BadEvent> {
     let mut bytes = Vec::new();
-    input
+    (&mut *input)
         .take(MAX_EVENT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| bad(format!("cannot read the event from stdin: {e}")))?;
     if bytes.len() as u64 > MAX_EVENT_BYTES {
-        return Err(bad(format!(
-            "the event is over {} MiB: ignored",
-            MAX_EVENT_BYTES >> 20
-        )));
+        let rest = std::io::Cursor::new(bytes).chain(input);
+        return super::large_event::read(rest, MAX_EVENT_BYTES)
+            .map(Payload)
+            .map_err(bad);
     }
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => Ok(Payload(map)),
