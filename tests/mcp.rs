@@ -183,10 +183,14 @@ fn tools_answer_the_command_lines_json_and_a_refusal_says_how_to_force() {
         ("rewind", json!({}), "turn"),
         ("rewind", json!({"turn": 9}), "turn-not-found"),
         ("format_disk", json!({}), "format_disk"),
+        ("undo", json!({"dry_run": "yes"}), "dry_run"),
+        ("rewind", json!({"turn": "first"}), "turn"),
     ] {
         let r = m.call(tool, args);
         assert_eq!(r["isError"], true, "{tool}: {r}");
         assert!(text(&r).contains(says), "{tool}: {r}");
+        // The hint is MCP's own, not `serve`'s about JSON lines.
+        assert!(!text(&r).contains("per line"), "{tool}: {r}");
     }
     // A rewind to the turn, as the model would: back to before turn 1.
     let back = m.call("rewind", json!({"turn": 1, "dry_run": true}));

@@ -129,6 +129,22 @@ pub fn request(name: &str, arguments: &Map<String, Value>) -> Result<Value, Stri
                 "{name} has no argument {k:?}; its arguments: {known:?}"
             ));
         }
+        // Checked here, against the schema the model read: past here the
+        // error would be `turnback serve`'s, whose hint is about its lines.
+        if let Some(want) = props[k]["type"].as_str()
+            && !v.is_null()
+            && !of_type(v, want)
+        {
+            return Err(format!(
+                "{name}: argument {k:?} must be {}, not {v}; tools/list gives each tool's arguments and their types",
+                match want {
+                    "boolean" => "true or false",
+                    "integer" => "a whole number",
+                    "string" => "a string",
+                    other => other,
+                }
+            ));
+        }
         match k.as_str() {
             "session" => session = v.clone(),
             _ => {
@@ -146,6 +162,16 @@ pub fn request(name: &str, arguments: &Map<String, Value>) -> Result<Value, Stri
         req["session"] = session;
     }
     Ok(req)
+}
+
+/// True when `v` is of the JSON schema type `want`.
+fn of_type(v: &Value, want: &str) -> bool {
+    match want {
+        "boolean" => v.is_boolean(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "string" => v.is_string(),
+        _ => true,
+    }
 }
 
 /// What the model reads of a refusal or an error: the message, and for a
