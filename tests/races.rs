@@ -132,7 +132,13 @@ fn run_json(mut cmd: Command, stdin: &[u8]) -> Result<Value, Failure> {
             let out = String::from_utf8_lossy(&out.stdout);
             ("odd exit".into(), format!("unparsable output ({e}): {out}"))
         }),
-        Some(3) => Err(("refused".into(), message)),
+        // Exit code 3 is every refusal that touched nothing: a changed file
+        // or another workspace (`refused`), and a link in the way, told
+        // apart as `unsafe-path`.
+        Some(3) => match error_kind(&stderr).as_str() {
+            "unsafe-path" => Err(("unsafe-path".into(), message)),
+            _ => Err(("refused".into(), message)),
+        },
         Some(1 | 2) => Err((error_kind(&stderr), message)),
         other => Err(("odd exit".into(), format!("exit {other:?}: {stderr}"))),
     }
