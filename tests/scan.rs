@@ -12,7 +12,7 @@ use turnback_store::Store;
 use crate::util::{self, Env};
 
 /// `git ARGS` in `dir` with an identity and no user configuration.
-fn git(dir: &Path, args: &[&str]) {
+pub(crate) fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -27,7 +27,7 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
-fn has_git(test: &str) -> bool {
+pub(crate) fn has_git(test: &str) -> bool {
     let ok = Command::new("git")
         .arg("--version")
         .stdout(Stdio::null())

@@ -16,6 +16,19 @@ fn limited(env: &Env, fds: u32, session: Option<&str>, args: &[&str]) -> Output 
     c.output().unwrap()
 }
 
+/// The `(path, change)` of each change a `--json` scan report recorded,
+/// in path order.
+fn recorded(report: &serde_json::Value) -> Vec<(&str, &str)> {
+    let mut out: Vec<(&str, &str)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["path"].as_str().unwrap(), c["change"].as_str().unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
 fn ok(out: Output, what: &str) -> String {
     assert!(out.status.success(), "{what}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
@@ -73,15 +86,8 @@ fn what_a_command_replaced_by_a_link_comes_back_once_the_link_is_gone() {
         .output()
         .unwrap();
     let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
-    let mut recorded: Vec<(&str, &str)> = report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["path"].as_str().unwrap(), c["change"].as_str().unwrap()))
-        .collect();
-    recorded.sort();
     assert_eq!(
-        recorded,
+        recorded(&report),
         [
             ("d", "deleted"),
             ("d/f", "deleted"),
@@ -125,22 +131,10 @@ fn an_ignore_file_edit_never_makes_the_ignored_files_the_commands() {
     std::fs::write(ws.join("secret.env"), "TOKEN=1\n").unwrap();
     std::fs::create_dir(ws.join("local")).unwrap();
     std::fs::write(ws.join("local/conf"), "conf\n").unwrap();
-    let git = |args: &[&str]| {
-        let st = Command::new("git")
-            .args(args)
-            .current_dir(ws)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output();
-        st.is_ok_and(|o| o.status.success())
-    };
-    if !git(&["init", "-q"]) {
-        crate::util::skip(
-            "an_ignore_file_edit_never_makes_the_ignored_files_the_commands",
-            "git is not installed here",
-        );
+    if !crate::scan::has_git("an_ignore_file_edit_never_makes_the_ignored_files_the_commands") {
         return;
     }
+    crate::scan::git(ws, &["init", "-q"]);
     let out = env
         .cmd(Some("agent"))
         .args([
@@ -220,15 +214,8 @@ fn an_unreadable_file_is_reported_and_the_rest_recorded() {
     let edit = "echo A > a.txt && echo B > b.txt && chmod 000 b.txt && chmod 600 m.txt";
     let out = as_user(&["--json", "run", "--", "sh", "-c", edit]);
     let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
-    let mut recorded: Vec<(&str, &str)> = report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["path"].as_str().unwrap(), c["change"].as_str().unwrap()))
-        .collect();
-    recorded.sort();
     assert_eq!(
-        recorded,
+        recorded(&report),
         [("a.txt", "modified"), ("m.txt", "mode-changed")],
         "{report}"
     );
@@ -317,27 +304,18 @@ fn a_name_that_is_not_utf8_never_fails_the_scan_nor_hides_its_change() {
         std::fs::write(ws.join(OsStr::from_bytes(b"ke\xe9p.txt")), "keep\n").unwrap();
         std::fs::write(ws.join("a.txt"), "a\n").unwrap();
         if in_git {
-            let git = |args: &[&str]| {
-                Command::new("git")
-                    .args(args)
-                    .current_dir(ws)
-                    .env("GIT_CONFIG_NOSYSTEM", "1")
-                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                    .env("GIT_AUTHOR_NAME", "t")
-                    .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-                    .env("GIT_COMMITTER_NAME", "t")
-                    .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            };
-            if !git(&["init", "-q"]) {
-                crate::util::skip(
-                    "a_name_that_is_not_utf8_never_fails_the_scan_nor_hides_its_change",
-                    "git is not installed here",
-                );
+            if !crate::scan::has_git(
+                "a_name_that_is_not_utf8_never_fails_the_scan_nor_hides_its_change",
+            ) {
                 return;
             }
-            assert!(git(&["add", "-A"]) && git(&["commit", "-qm", "start"]));
+            for args in [
+                &["init", "-q"][..],
+                &["add", "-A"],
+                &["commit", "-qm", "start"],
+            ] {
+                crate::scan::git(ws, args);
+            }
         }
         // The command's names come from the shell's own octal escapes.
         let edit = r#"rm caf*.txt && echo b > a.txt && echo n > "$(printf 'n\351w')""#;

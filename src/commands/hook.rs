@@ -87,7 +87,14 @@ pub(crate) fn run(cli: &Cli, args: &HookArgs) -> ExitCode {
         let event = event_name.as_deref().unwrap_or("?");
         last_error::record(store.home(), args.agent.name(), event, &text);
     }
-    if args.strict && outcome.backup_failed {
+    tell(&text, args.strict && outcome.backup_failed)
+}
+
+/// Says `text` to the person, and how the hook ends: with `block`, on
+/// stderr and exit 2 (the agent blocks the tool and gives its model the
+/// reason, as `--strict` asks); else as a `systemMessage`, exit 0.
+fn tell(text: &str, block: bool) -> ExitCode {
+    if block {
         eprintln!(
             "{text}\n(turnback --strict: the tool was blocked so that nothing changes unprotected)"
         );
@@ -114,15 +121,7 @@ pub(crate) fn usage_error(e: &clap::Error) -> ExitCode {
         "turnback: this hook line could not be read ({}): nothing is backed up; run `turnback doctor`, then `turnback install` again",
         why.message()
     );
-    if std::env::args_os().any(|a| a == "--strict") {
-        eprintln!(
-            "{text}\n(turnback --strict: the tool was blocked so that nothing changes unprotected)"
-        );
-        return ExitCode::from(2);
-    }
-    let line = serde_json::json!({ "systemMessage": text });
-    let _ = writeln!(std::io::stdout(), "{line}");
-    ExitCode::SUCCESS
+    tell(&text, std::env::args_os().any(|a| a == "--strict"))
 }
 
 fn failure(message: String) -> apply::Outcome {
