@@ -341,3 +341,53 @@ fn doctor_says_when_a_setting_turns_the_hooks_off() {
     );
     assert!(said.contains("protection: 2 problem(s)"), "{said}");
 }
+
+#[test]
+fn a_settings_file_that_is_a_symlink_is_written_through_and_stays_a_link() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let dotfiles = tempfile::tempdir().unwrap();
+    let target = dotfiles.path().join("claude/settings.local.json");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    let original = "{\n  \"env\": {\"FOO\": \"1\"}\n}\n";
+    std::fs::write(&target, original).unwrap();
+    let link = env.path(".claude/settings.local.json");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+
+    ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    assert!(
+        std::fs::symlink_metadata(&link).unwrap().is_symlink(),
+        "install replaced the link with a file"
+    );
+    assert_eq!(std::fs::read_link(&link).unwrap(), target);
+    let s = json_of(&target);
+    assert_eq!(s["env"]["FOO"], "1");
+    assert!(s["hooks"]["PreToolUse"].is_array(), "{s}");
+    // No temporary left beside the link or the target.
+    for dir in [link.parent().unwrap(), target.parent().unwrap()] {
+        let names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    }
+
+    ok(&tb(&env, home.path(), &["uninstall", "claude-code"]));
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(json_of(&target), json!({"env": {"FOO": "1"}}));
+
+    // A link whose target is gone is refused, naming both; nothing is made.
+    let gone = dotfiles.path().join("gone.json");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&gone, &link).unwrap();
+    let out = tb(&env, home.path(), &["install", "claude-code"]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("symbolic link") && said.contains("gone.json"),
+        "{said}"
+    );
+    assert!(!gone.exists());
+    assert_eq!(std::fs::read_link(&link).unwrap(), gone);
+}

@@ -1,9 +1,11 @@
 //! Reading and writing an agent's settings file: a JSON object, written back
 //! whole through a temporary renamed over it (its permissions kept), so the
 //! agent never reads half a file. A file that is not a JSON object is
-//! refused, untouched.
+//! refused, untouched. A settings file that is a symbolic link (dotfiles kept
+//! by stow or chezmoi) is written through: the file it leads to is replaced,
+//! the link stays.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -31,8 +33,29 @@ pub(crate) fn render(settings: &Map<String, Value>) -> String {
     s
 }
 
-/// Writes `settings` to `path`, making its directory if needed.
+/// The file a write of `path` replaces: `path` itself or, when it is a
+/// symbolic link, the file the link leads to (renaming over the link would
+/// put a plain file in its place and cut the user's dotfiles off). A link
+/// that leads nowhere is refused: writing through it would create a file
+/// somewhere the user did not pick.
+fn destination(path: &Path) -> Result<PathBuf, String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(md) if md.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
+            let to = std::fs::read_link(path).unwrap_or_default();
+            format!(
+                "{} is a symbolic link to {}, which cannot be followed ({e})",
+                path.display(),
+                to.display()
+            )
+        }),
+        _ => Ok(path.to_owned()),
+    }
+}
+
+/// Writes `settings` to `path` (through it, when it is a symbolic link),
+/// making its directory if needed.
 pub(crate) fn write(path: &Path, settings: &Map<String, Value>) -> Result<(), String> {
+    let path = &destination(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let name = path
