@@ -391,3 +391,96 @@ fn a_settings_file_that_is_a_symlink_is_written_through_and_stays_a_link() {
     assert!(!gone.exists());
     assert_eq!(std::fs::read_link(&link).unwrap(), gone);
 }
+
+/// A second turnback binary at `path` (a hard link where it can be, the
+/// built binary is big), as a Nix wrapper or a versioned copy names it.
+fn binary_at(path: &Path) -> PathBuf {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    if std::fs::hard_link(bin(), path).is_err() {
+        std::fs::copy(bin(), path).unwrap();
+    }
+    std::fs::canonicalize(path).unwrap()
+}
+
+/// `program ARGS` as `tb` runs turnback.
+fn tb_as(env: &Env, home: &Path, program: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = env.command(program, None);
+    c.args(args)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env("TURNBACK_CODEX", home.join("no-codex-here"));
+    run_with_input(c, b"")
+}
+
+#[test]
+fn hooks_of_a_binary_not_named_turnback_are_recognised_by_their_shape() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let bins = tempfile::tempdir().unwrap();
+    let wrapped = binary_at(
+        &bins
+            .path()
+            .join("nix/store/0abc-turnback-0.1.0/bin/.turnback-wrapped"),
+    );
+    let versioned = binary_at(&bins.path().join("bin/turnback-0.1"));
+    let file = env.path(".claude/settings.local.json");
+    let gemini = home.path().join(".gemini/settings.json");
+
+    ok(&tb_as(
+        &env,
+        home.path(),
+        &wrapped,
+        &["install", "claude-code"],
+    ));
+    ok(&tb_as(
+        &env,
+        home.path(),
+        &versioned,
+        &["install", "gemini"],
+    ));
+    let claude_once = read_text(&file);
+    let gemini_once = read_text(&gemini);
+    // Again: recognised, so nothing changes (not a second set of hooks).
+    let said = ok(&tb_as(
+        &env,
+        home.path(),
+        &wrapped,
+        &["install", "claude-code"],
+    ));
+    assert!(said.contains("nothing changed"), "{said}");
+    let said = ok(&tb_as(
+        &env,
+        home.path(),
+        &versioned,
+        &["install", "gemini"],
+    ));
+    assert!(said.contains("nothing changed"), "{said}");
+    assert_eq!(read_text(&file), claude_once);
+    assert_eq!(read_text(&gemini), gemini_once);
+
+    // doctor sees them.
+    let said = ok(&tb(&env, home.path(), &["doctor"]));
+    assert!(
+        said.contains("claude-code") && said.contains("7 hooks"),
+        "{said}"
+    );
+    assert!(
+        said.contains("gemini") && said.contains("6 hooks"),
+        "{said}"
+    );
+    assert!(said.contains(".turnback-wrapped"), "{said}");
+
+    // Another binary replaces them, one for one.
+    let said = ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    assert!(said.contains("updated PreToolUse hook"), "{said}");
+    let s = json_of(&file);
+    assert_eq!(s["hooks"]["PreToolUse"].as_array().unwrap().len(), 1, "{s}");
+    assert_eq!(s["hooks"]["PreToolUse"][0]["hooks"][0]["command"], exe());
+
+    // uninstall takes them all out, whichever binary wrote them.
+    ok(&tb(&env, home.path(), &["uninstall", "claude-code"]));
+    ok(&tb(&env, home.path(), &["uninstall", "gemini"]));
+    assert_eq!(json_of(&file), json!({}));
+    assert_eq!(json_of(&gemini), json!({}));
+}

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{AgentHooks, Scope, Wanted, is_turnback_program, shell_program};
+use super::{AgentHooks, Scope, Wanted, is_our_hook, our_program};
 
 pub(crate) struct ClaudeCode;
 
@@ -64,26 +64,12 @@ impl AgentHooks for ClaudeCode {
     }
 
     fn is_ours(&self, handler: &Value) -> bool {
-        let command = handler.get("command").and_then(Value::as_str);
-        match handler.get("args").and_then(Value::as_array) {
-            Some(args) => {
-                command.is_some_and(is_turnback_program)
-                    && args.first().and_then(Value::as_str) == Some("hook")
-            }
-            // A shell form someone wrote by hand.
-            None => command.is_some_and(|c| {
-                shell_program(c).is_some_and(|p| is_turnback_program(&p))
-                    && c.contains(" hook claude-code")
-            }),
-        }
+        // Exec form as install writes it, or a shell form written by hand.
+        is_our_hook(handler, "claude-code")
     }
 
     fn program_of(&self, handler: &Value) -> Option<PathBuf> {
-        let command = handler.get("command").and_then(Value::as_str)?;
-        match handler.get("args") {
-            Some(_) => Some(PathBuf::from(command)),
-            None => shell_program(command).map(PathBuf::from),
-        }
+        our_program(handler, "claude-code")
     }
 }
 

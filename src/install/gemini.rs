@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{AgentHooks, Scope, Wanted, is_our_shell_hook, shell_hook_program, shell_quote};
+use super::{AgentHooks, Scope, Wanted, is_our_hook, our_program, shell_quote};
 
 pub(crate) struct Gemini;
 
@@ -50,10 +50,10 @@ impl AgentHooks for Gemini {
     }
 
     fn is_ours(&self, handler: &Value) -> bool {
-        is_our_shell_hook(handler, "gemini")
+        is_our_hook(handler, "gemini")
     }
 
     fn program_of(&self, handler: &Value) -> Option<PathBuf> {
-        shell_hook_program(handler)
+        our_program(handler, "gemini")
     }
 }

@@ -2,13 +2,14 @@
 //! settings file, every other setting and hook kept. All three agents keep
 //! hooks in the same JSON shape, `{"hooks": {EVENT: [{"matcher": M, "hooks":
 //! [HANDLER]}]}}`; each agent's module says which events, which matcher and
-//! what a handler looks like (`claude.rs`, `codex.rs`, `gemini.rs`), and how
-//! to tell turnback's handlers from anyone else's.
+//! what a handler looks like (`claude.rs`, `codex.rs`, `gemini.rs`);
+//! `hook_line.rs` tells turnback's handlers from anyone else's by their shape.
 
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod codex_trust;
 pub(crate) mod gemini;
+pub(crate) mod hook_line;
 pub(crate) mod settings;
 
 use std::path::{Path, PathBuf};
@@ -244,76 +245,12 @@ pub(crate) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// The first word of a shell command line, unquoted (single or double
-/// quotes, or none): the program a Codex or Gemini CLI hook runs.
-pub(crate) fn shell_program(command: &str) -> Option<String> {
-    let command = command.trim_start();
-    let mut chars = command.chars();
-    match chars.next()? {
-        '\'' => {
-            // 'a'\''b' quoting: read quoted runs and escaped quotes.
-            let mut out = String::new();
-            let mut rest = command;
-            loop {
-                let body = rest.strip_prefix('\'')?;
-                let end = body.find('\'')?;
-                out.push_str(&body[..end]);
-                rest = &body[end + 1..];
-                if let Some(r) = rest.strip_prefix("\\'") {
-                    out.push('\'');
-                    rest = r;
-                    continue;
-                }
-                if rest.is_empty() || rest.starts_with(char::is_whitespace) {
-                    return Some(out);
-                }
-            }
-        }
-        '"' => {
-            let body = &command[1..];
-            Some(body[..body.find('"')?].to_owned())
-        }
-        _ => command.split_whitespace().next().map(str::to_owned),
-    }
+/// True when `handler` is turnback's hook for `agent` (see `hook_line.rs`).
+pub(crate) fn is_our_hook(handler: &Value, agent: &str) -> bool {
+    hook_line::of(handler, agent).is_some()
 }
 
-/// True when the shell-form `handler` (`{"command": "… hook AGENT"}`, as
-/// Codex and Gemini CLI take them) is turnback's hook for `agent`.
-pub(crate) fn is_our_shell_hook(handler: &Value, agent: &str) -> bool {
-    handler
-        .get("command")
-        .and_then(Value::as_str)
-        .is_some_and(|c| {
-            shell_program(c).is_some_and(|p| is_turnback_program(&p))
-                && c.contains(&format!(" hook {agent}"))
-        })
-}
-
-/// The program a shell-form handler runs.
-pub(crate) fn shell_hook_program(handler: &Value) -> Option<PathBuf> {
-    shell_program(handler.get("command")?.as_str()?).map(PathBuf::from)
-}
-
-/// True when `program` is a turnback binary (its file name is `turnback`).
-pub(crate) fn is_turnback_program(program: &str) -> bool {
-    Path::new(program)
-        .file_name()
-        .is_some_and(|n| n == "turnback")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shell_quoting_round_trips_through_shell_program() {
-        for p in [
-            "/usr/bin/turnback",
-            "/opt/my tools/turnback",
-            "/x/it's/turnback",
-        ] {
-            let line = format!("{} hook codex", shell_quote(p));
-            assert_eq!(shell_program(&line).as_deref(), Some(p), "{line}");
-        }
-    }
+/// The program turnback's hook for `agent` in `handler` runs.
+pub(crate) fn our_program(handler: &Value, agent: &str) -> Option<PathBuf> {
+    hook_line::of(handler, agent).map(|l| l.program)
 }
