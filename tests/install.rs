@@ -484,3 +484,60 @@ fn hooks_of_a_binary_not_named_turnback_are_recognised_by_their_shape() {
     assert_eq!(json_of(&file), json!({}));
     assert_eq!(json_of(&gemini), json!({}));
 }
+
+#[test]
+fn reinstall_keeps_flags_added_to_turnbacks_line_and_leaves_hand_written_hooks_alone() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = env.path(".claude/settings.local.json");
+    let gemini = home.path().join(".gemini/settings.json");
+    ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    ok(&tb(&env, home.path(), &["install", "gemini"]));
+
+    // The user asks for --strict on turnback's own lines.
+    let text = read_text(&file).replace(
+        "\"claude-code\"\n",
+        "\"claude-code\",\n          \"--strict\"\n",
+    );
+    std::fs::write(&file, &text).unwrap();
+    assert!(json_of(&file)["hooks"]["PreToolUse"][0]["hooks"][0]["args"][2] == "--strict");
+    let gtext = read_text(&gemini).replace(" hook gemini\"", " hook gemini --strict\"");
+    std::fs::write(&gemini, &gtext).unwrap();
+
+    let said = ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    assert!(said.contains("nothing changed"), "{said}");
+    assert_eq!(read_text(&file), text);
+    let said = ok(&tb(&env, home.path(), &["install", "gemini"]));
+    assert!(said.contains("nothing changed"), "{said}");
+    assert_eq!(read_text(&gemini), gtext);
+    // Changed for another reason (another binary): the flag stays.
+    let moved = read_text(&file).replace(&exe(), "/old/place/turnback");
+    std::fs::write(&file, moved).unwrap();
+    let said = ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    assert!(said.contains("updated PreToolUse hook"), "{said}");
+    let s = json_of(&file);
+    assert_eq!(
+        s["hooks"]["PreToolUse"][0]["hooks"][0]["args"],
+        json!(["hook", "claude-code", "--strict"]),
+        "{s}"
+    );
+    assert_eq!(s["hooks"]["PreToolUse"][0]["hooks"][0]["command"], exe());
+
+    // Hooks a person wrote that run turnback in a line of their own are
+    // theirs: install and uninstall leave them as they are.
+    let mine = json!([
+        {"type": "command", "command": "turnback hook claude-code 2>>/tmp/turnback.log"},
+        {"type": "command", "command": "/usr/bin/turnback", "args": ["hook", "codex"]},
+        {"type": "command", "command": "turnback hook claude-code; notify-send saved"}
+    ]);
+    let mut s = json_of(&file);
+    s["hooks"]["Notification"] = json!([{"hooks": mine.clone()}]);
+    std::fs::write(&file, serde_json::to_string_pretty(&s).unwrap()).unwrap();
+    ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    assert_eq!(json_of(&file)["hooks"]["Notification"][0]["hooks"], mine);
+    ok(&tb(&env, home.path(), &["uninstall", "claude-code"]));
+    assert_eq!(
+        json_of(&file),
+        json!({"hooks": {"Notification": [{"hooks": mine}]}})
+    );
+}

@@ -24,15 +24,7 @@ pub(crate) struct HookLine {
 /// the binary, `args` its arguments, as Claude Code takes them) or as a
 /// shell command line (`command` alone). `None` when it is not turnback's.
 pub(crate) fn of(handler: &Value, agent: &str) -> Option<HookLine> {
-    let command = handler.get("command")?.as_str()?;
-    let words: Vec<String> = match handler.get("args") {
-        Some(Value::Array(args)) => std::iter::once(Some(command.to_owned()))
-            .chain(args.iter().map(|a| a.as_str().map(str::to_owned)))
-            .collect::<Option<_>>()?,
-        Some(_) => return None,
-        None => shell_words(command)?,
-    };
-    match words.as_slice() {
+    match words(handler)?.as_slice() {
         [program, hook, a, flags @ ..]
             if hook == "hook"
                 && a == agent
@@ -46,6 +38,45 @@ pub(crate) fn of(handler: &Value, agent: &str) -> Option<HookLine> {
         }
         _ => None,
     }
+}
+
+/// The words a handler runs: its binary and `args` (exec form), or its shell
+/// command line split into words.
+fn words(handler: &Value) -> Option<Vec<String>> {
+    let command = handler.get("command")?.as_str()?;
+    match handler.get("args") {
+        Some(Value::Array(args)) => std::iter::once(Some(command.to_owned()))
+            .chain(args.iter().map(|a| a.as_str().map(str::to_owned)))
+            .collect(),
+        Some(_) => None,
+        None => shell_words(command),
+    }
+}
+
+/// The flags after `hook AGENT` on a handler `of` says is turnback's.
+pub(crate) fn flags(handler: &Value) -> Vec<String> {
+    let words = words(handler).unwrap_or_default();
+    words.into_iter().skip(3).filter(|w| is_flag(w)).collect()
+}
+
+/// `handler` (one install made) with `flags` after its `hook AGENT`: the
+/// flags a user added to turnback's line (`--strict`) outlive a re-install.
+pub(crate) fn with_flags(handler: &Value, flags: &[String]) -> Value {
+    let mut h = handler.clone();
+    if flags.is_empty() {
+        return h;
+    }
+    if let Some(Value::Array(args)) = h.get_mut("args") {
+        args.extend(flags.iter().map(|f| Value::from(f.as_str())));
+    } else if let Some(Value::String(command)) = h.get_mut("command") {
+        // Flags are `--` and lower-case letters, digits and dashes: no
+        // quoting needed.
+        for f in flags {
+            command.push(' ');
+            command.push_str(f);
+        }
+    }
+    h
 }
 
 /// True when `program`'s file name is of turnback's shape.
@@ -179,5 +210,21 @@ mod tests {
         assert_eq!(exec(json!(["hook", "codex"])), None);
         assert_eq!(exec(json!(["hook", "claude-code", "x"])), None);
         assert_eq!(exec(json!(["hook", "claude-code", 1])), None);
+    }
+
+    #[test]
+    fn flags_put_back_are_found_again() {
+        let strict = vec!["--strict".to_owned()];
+        for (h, agent) in [
+            (
+                json!({"command": "/x/turnback", "args": ["hook", "claude-code"]}),
+                "claude-code",
+            ),
+            (json!({"command": "'/a b/turnback' hook codex"}), "codex"),
+        ] {
+            let with = with_flags(&h, &strict);
+            assert_eq!(of(&with, agent).unwrap().flags, strict, "{with}");
+            assert_eq!(with_flags(&h, &[]), h);
+        }
     }
 }

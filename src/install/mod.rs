@@ -164,13 +164,15 @@ pub(crate) fn ours_in(
 
 /// Puts exactly `wanted` in as turnback's hooks: nothing changes when they
 /// are there already; otherwise turnback's old ones go and these are added,
-/// each in a group of its own at the end of its event's list.
+/// each in a group of its own at the end of its event's list. Flags the user
+/// added to turnback's line of an event (`--strict`) are kept on it.
 pub(crate) fn merge(
     settings: &mut Map<String, Value>,
     wanted: &[Wanted],
     is_ours: &dyn Fn(&Value) -> bool,
 ) -> Result<Vec<Change>, String> {
     let mut have = ours_in(settings, is_ours);
+    let wanted = &with_users_flags(wanted, &have);
     let mut want: Vec<_> = wanted
         .iter()
         .map(|w| {
@@ -215,6 +217,25 @@ pub(crate) fn merge(
     // A hook replaced by the same one (another binary path) reads as one
     // "updated", not a removal and an addition.
     Ok(fold_updates(changes))
+}
+
+/// `wanted`, each handler with the flags turnback's handler of its event in
+/// `have` carries (the first one's, if there are several).
+fn with_users_flags(wanted: &[Wanted], have: &[(String, Option<String>, Value)]) -> Vec<Wanted> {
+    wanted
+        .iter()
+        .map(|w| {
+            let flags = have
+                .iter()
+                .find(|(event, _, _)| event == w.event)
+                .map(|(_, _, h)| hook_line::flags(h))
+                .unwrap_or_default();
+            Wanted {
+                handler: hook_line::with_flags(&w.handler, &flags),
+                ..w.clone()
+            }
+        })
+        .collect()
 }
 
 fn fold_updates(changes: Vec<Change>) -> Vec<Change> {
