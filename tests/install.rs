@@ -541,3 +541,89 @@ fn reinstall_keeps_flags_added_to_turnbacks_line_and_leaves_hand_written_hooks_a
         json!({"hooks": {"Notification": [{"hooks": mine}]}})
     );
 }
+
+#[test]
+fn install_and_uninstall_keep_the_rest_of_the_file_byte_for_byte_and_a_backup() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = env.path(".claude/settings.local.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // Four-space indents, short objects on one line, a number no f64 holds,
+    // keys in no order.
+    let original = r#"{
+    "zeta": {"a": 1, "b": [1, 2, 3]},
+    "big": 12345678901234567890123,
+    "precise": 0.10000000000000000000001,
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo mine"}]}
+        ]
+    },
+    "alpha": "last"
+}
+"#;
+    std::fs::write(&file, original).unwrap();
+    let said = ok(&tb(&env, home.path(), &["install", "claude-code"]));
+    let installed = read_text(&file);
+    assert!(installed.contains("12345678901234567890123"), "{installed}");
+    assert!(
+        installed.contains("0.10000000000000000000001"),
+        "{installed}"
+    );
+    assert!(
+        installed.starts_with("{\n    \"zeta\": {\"a\": 1, \"b\": [1, 2, 3]},\n"),
+        "{installed}"
+    );
+    let keys: Vec<String> = json_of(&file)
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["zeta", "big", "precise", "hooks", "alpha"]);
+    // The file as it was is kept beside it, and install says where.
+    let backup = env.path(".claude/settings.local.json.turnback-backup");
+    assert_eq!(read_text(&backup), original);
+    assert!(said.contains(&backup.display().to_string()), "{said}");
+
+    let said = ok(&tb(&env, home.path(), &["uninstall", "claude-code"]));
+    assert_eq!(read_text(&file), original);
+    assert_eq!(read_text(&backup), installed);
+    assert!(said.contains(&backup.display().to_string()), "{said}");
+}
+
+#[test]
+fn gemini_settings_with_comments_keep_them_through_install_and_uninstall() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join(".gemini/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let original = "// My Gemini settings\n{\n  /* the theme */\n  \"theme\": \"GitHub\", // dark at night\n  \"hooks\": {\n    // run before every tool\n    \"BeforeTool\": [\n      {\"matcher\": \"read_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo hi\"}]} // mine\n    ]\n  }\n}\n";
+    std::fs::write(&file, original).unwrap();
+    let said = ok(&tb(&env, home.path(), &["install", "gemini"]));
+    assert!(said.contains("added BeforeTool hook"), "{said}");
+    let installed = read_text(&file);
+    for comment in [
+        "// My Gemini settings",
+        "/* the theme */",
+        "// dark at night",
+        "// run before every tool",
+        "// mine",
+    ] {
+        assert!(installed.contains(comment), "{comment}: {installed}");
+    }
+    assert!(installed.contains(" hook gemini"), "{installed}");
+    let said = ok(&tb(&env, home.path(), &["doctor"]));
+    assert!(said.contains("6 hooks"), "{said}");
+    ok(&tb(&env, home.path(), &["uninstall", "gemini"]));
+    assert_eq!(read_text(&file), original);
+
+    // Claude Code reads no comments: there they are refused, untouched.
+    let claude = env.path(".claude/settings.local.json");
+    std::fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    std::fs::write(&claude, "{ // mine\n}\n").unwrap();
+    let out = tb(&env, home.path(), &["install", "claude-code"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
+    assert_eq!(read_text(&claude), "{ // mine\n}\n");
+}

@@ -139,8 +139,8 @@ pub(crate) fn installed(ws: &Path) -> Vec<(Agent, PathBuf, usize)> {
     settings_files(ws)
         .into_iter()
         .filter_map(|(agent, file)| {
-            let s = settings::read(&file).ok()?;
             let hooks = install::agent_hooks(agent);
+            let s = settings::read(&file, hooks.comments()).ok()?.map;
             let n = install::ours_in(&s, &|h| hooks.is_ours(h)).len();
             (n > 0).then_some((agent, file, n))
         })
@@ -179,8 +179,8 @@ fn check_file(agent: Agent, file: &Path, ws: &Path) -> Option<Found> {
         return None;
     }
     let hooks = install::agent_hooks(agent);
-    let s = match settings::read(file) {
-        Ok(s) => s,
+    let s = match settings::read(file, hooks.comments()) {
+        Ok(s) => s.map,
         Err(e) => {
             return Some(Found {
                 agent,

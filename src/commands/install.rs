@@ -72,8 +72,10 @@ pub(crate) struct Installed {
     /// Codex hooks whose trust was recorded.
     trusted: Vec<String>,
     warnings: Vec<String>,
-    /// `--print`: the settings as they would be.
-    printed: Option<Value>,
+    /// Where the settings file as it was before this change is kept.
+    backup: Option<PathBuf>,
+    /// `--print`: the settings as they would be, and the file's text.
+    printed: Option<(Value, String)>,
 }
 
 impl Report for Installed {
@@ -95,16 +97,17 @@ impl Report for Installed {
             "commands": commands,
             "trusted": self.trusted,
             "warnings": self.warnings,
+            "backup": self.backup,
         });
-        if let Some(s) = &self.printed {
+        if let Some((s, _)) = &self.printed {
             v["settings"] = s.clone();
         }
         Some(v)
     }
 
     fn text(&self, _: &Out) -> String {
-        if let Some(s) = &self.printed {
-            return settings::render(s.as_object().expect("settings are an object"));
+        if let Some((_, text)) = &self.printed {
+            return text.clone();
         }
         let mut t = format!("{}: {}\n", self.agent.name(), self.file.display());
         if self.changes.is_empty() && self.commands.iter().all(|c| c.1 == "kept") {
@@ -125,6 +128,12 @@ impl Report for Installed {
         }
         for k in &self.trusted {
             t.push_str(&format!("  trusted in Codex: {k}\n"));
+        }
+        if let Some(b) = &self.backup {
+            t.push_str(&format!(
+                "  the file as it was is kept in {}\n",
+                b.display()
+            ));
         }
         for w in &self.warnings {
             t.push_str(&format!("  warning: {w}\n"));
@@ -158,24 +167,26 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let exe = this_binary()?;
-    let mut s = settings::read(&file).map_err(err)?;
-    let changes =
-        install::merge(&mut s, &hooks.wanted(&exe), &|h| hooks.is_ours(h)).map_err(err)?;
+    let s = settings::read(&file, hooks.comments()).map_err(err)?;
+    let done = install::install_into(&s, &hooks.wanted(&exe), &|h| hooks.is_ours(h))
+        .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let mut report = Installed {
         agent: args.agent,
         file: file.clone(),
-        changes,
+        changes: done.changes,
         commands: Vec::new(),
         trusted: Vec::new(),
         warnings: Vec::new(),
+        backup: None,
         printed: None,
     };
     if args.print {
-        report.printed = Some(Value::Object(s));
+        let text = done.text.unwrap_or(s.text);
+        report.printed = Some((Value::Object(done.settings), text));
         return Ok(report);
     }
-    if !report.changes.is_empty() {
-        settings::write(&file, &s).map_err(err)?;
+    if let Some(text) = &done.text {
+        report.backup = settings::write(&file, &s, text).map_err(err)?;
     }
     match args.agent {
         Agent::ClaudeCode => {
@@ -233,11 +244,13 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, Cl
     let ws = workspace(cli)?;
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
-    let mut s = settings::read(&file).map_err(err)?;
-    let changes = install::remove_ours(&mut s, &|h| hooks.is_ours(h));
-    if !changes.is_empty() {
-        settings::write(&file, &s).map_err(err)?;
-    }
+    let s = settings::read(&file, hooks.comments()).map_err(err)?;
+    let done = install::uninstall_from(&s, &|h| hooks.is_ours(h))
+        .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
+    let backup = match &done.text {
+        Some(text) => settings::write(&file, &s, text).map_err(err)?,
+        None => None,
+    };
     let mut commands = Vec::new();
     if args.agent == Agent::ClaudeCode {
         let dir = claude::commands_dir(scope, &ws).map_err(err)?;
@@ -257,10 +270,11 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, Cl
     Ok(Installed {
         agent: args.agent,
         file,
-        changes,
+        changes: done.changes,
         commands,
         trusted: Vec::new(),
         warnings: Vec::new(),
+        backup,
         printed: None,
     })
 }

@@ -56,4 +56,9 @@ impl AgentHooks for Gemini {
     fn program_of(&self, handler: &Value) -> Option<PathBuf> {
         our_program(handler, "gemini")
     }
+
+    /// Gemini CLI strips comments from its settings before it parses them.
+    fn comments(&self) -> bool {
+        true
+    }
 }

@@ -8,9 +8,12 @@
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod codex_trust;
+pub(crate) mod edit;
 pub(crate) mod gemini;
 pub(crate) mod hook_line;
+pub(crate) mod jsonc;
 pub(crate) mod settings;
+pub(crate) mod splice;
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +63,11 @@ pub(crate) trait AgentHooks {
     fn is_ours(&self, handler: &Value) -> bool;
     /// The program a handler of turnback's runs.
     fn program_of(&self, handler: &Value) -> Option<PathBuf>;
+    /// Whether the agent reads comments in its settings file (then install
+    /// keeps them; where it does not, a comment is refused as it would be).
+    fn comments(&self) -> bool {
+        false
+    }
 }
 
 /// The module of `agent`.
@@ -80,56 +88,80 @@ pub(crate) struct Change {
     pub matcher: Option<String>,
 }
 
-/// Removes every handler `is_ours` says is turnback's; groups and events
-/// left empty go too (and `hooks` itself, when it is left empty).
+/// Removes every handler `is_ours` says is turnback's; the groups, events
+/// and `hooks` that leaves empty go too (ones that were empty already stay:
+/// they are not turnback's). Keys keep their order.
 pub(crate) fn remove_ours(
     settings: &mut Map<String, Value>,
     is_ours: &dyn Fn(&Value) -> bool,
 ) -> Vec<Change> {
+    let (changes, emptied) = take_out(settings, is_ours);
+    prune(settings, &emptied);
+    changes
+}
+
+/// Takes turnback's handlers out, and the groups that leaves empty; says
+/// which events lost a group.
+fn take_out(
+    settings: &mut Map<String, Value>,
+    is_ours: &dyn Fn(&Value) -> bool,
+) -> (Vec<Change>, Vec<String>) {
     let mut changes = Vec::new();
+    let mut emptied = Vec::new();
     let Some(Value::Object(hooks)) = settings.get_mut("hooks") else {
-        return changes;
+        return (changes, emptied);
     };
     for (event, groups) in hooks.iter_mut() {
         let Value::Array(groups) = groups else {
             continue;
         };
-        for group in groups.iter_mut() {
+        let before = groups.len();
+        groups.retain_mut(|group| {
             let matcher = group
                 .get("matcher")
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             let Some(Value::Array(handlers)) = group.get_mut("hooks") else {
-                continue;
+                return true;
             };
-            let before = handlers.len();
+            let had = handlers.len();
             handlers.retain(|h| !is_ours(h));
-            for _ in handlers.len()..before {
+            for _ in handlers.len()..had {
                 changes.push(Change {
                     what: "removed",
                     event: event.clone(),
                     matcher: matcher.clone(),
                 });
             }
-        }
-        groups.retain(|g| {
-            !g.get("hooks")
-                .and_then(Value::as_array)
-                .is_some_and(|h| h.is_empty())
+            !(had > 0 && handlers.is_empty())
         });
+        if groups.len() < before {
+            emptied.push(event.clone());
+        }
     }
-    let emptied: Vec<String> = hooks
-        .iter()
-        .filter(|(_, g)| g.as_array().is_some_and(|g| g.is_empty()))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in emptied {
-        hooks.remove(&k);
+    (changes, emptied)
+}
+
+/// Takes out the events of `emptied` that are empty now, and `hooks` when
+/// that leaves it empty (`shift_remove`: the keys after keep their order).
+fn prune(settings: &mut Map<String, Value>, emptied: &[String]) {
+    let Some(Value::Object(hooks)) = settings.get_mut("hooks") else {
+        return;
+    };
+    let mut pruned = false;
+    for event in emptied {
+        if hooks
+            .get(event)
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+        {
+            hooks.shift_remove(event);
+            pruned = true;
+        }
     }
-    if hooks.is_empty() {
-        settings.remove("hooks");
+    if pruned && hooks.is_empty() {
+        settings.shift_remove("hooks");
     }
-    changes
 }
 
 /// The hooks of turnback's now in `settings`: (event, matcher, handler).
@@ -172,7 +204,6 @@ pub(crate) fn merge(
     is_ours: &dyn Fn(&Value) -> bool,
 ) -> Result<Vec<Change>, String> {
     let mut have = ours_in(settings, is_ours);
-    let wanted = &with_users_flags(wanted, &have);
     let mut want: Vec<_> = wanted
         .iter()
         .map(|w| {
@@ -188,7 +219,8 @@ pub(crate) fn merge(
     if have == want {
         return Ok(Vec::new());
     }
-    let mut changes = remove_ours(settings, is_ours);
+    // An event emptied here and given a hook again stays where it was.
+    let (mut changes, emptied) = take_out(settings, is_ours);
     let hooks = settings
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -214,9 +246,59 @@ pub(crate) fn merge(
             matcher: w.matcher.map(str::to_owned),
         });
     }
+    prune(settings, &emptied);
     // A hook replaced by the same one (another binary path) reads as one
     // "updated", not a removal and an addition.
     Ok(fold_updates(changes))
+}
+
+/// What install or uninstall makes of a settings file.
+pub(crate) struct Outcome {
+    pub changes: Vec<Change>,
+    /// The settings as they are then.
+    pub settings: Map<String, Value>,
+    /// The file's new text; `None` when nothing changes.
+    pub text: Option<String>,
+}
+
+/// turnback's hooks `wanted` put into `s` (flags the user added to
+/// turnback's lines kept), its other entries and bytes left as they are.
+pub(crate) fn install_into(
+    s: &settings::Settings,
+    wanted: &[Wanted],
+    is_ours: &dyn Fn(&Value) -> bool,
+) -> Result<Outcome, String> {
+    let mut map = s.map.clone();
+    let wanted = with_users_flags(wanted, &ours_in(&map, is_ours));
+    let changes = merge(&mut map, &wanted, is_ours)?;
+    let text = match changes.is_empty() {
+        true => None,
+        false => Some(edit::hooks(s, &wanted, is_ours, &map)?),
+    };
+    Ok(Outcome {
+        changes,
+        settings: map,
+        text,
+    })
+}
+
+/// turnback's hooks taken out of `s`, its other entries and bytes left as
+/// they are.
+pub(crate) fn uninstall_from(
+    s: &settings::Settings,
+    is_ours: &dyn Fn(&Value) -> bool,
+) -> Result<Outcome, String> {
+    let mut map = s.map.clone();
+    let changes = remove_ours(&mut map, is_ours);
+    let text = match changes.is_empty() {
+        true => None,
+        false => Some(edit::hooks(s, &[], is_ours, &map)?),
+    };
+    Ok(Outcome {
+        changes,
+        settings: map,
+        text,
+    })
 }
 
 /// `wanted`, each handler with the flags turnback's handler of its event in
