@@ -262,24 +262,18 @@ fn two_brackets_of_one_session_at_once_do_not_take_each_others_changes() {
     let (first, second) = (begin(), begin());
     assert_ne!(first, second);
     std::fs::write(env.path("a.txt"), "changed by one of them\n").unwrap();
-    let committed = ok(
-        env.cmd(Some("agent"))
-            .args(["--json", "commit", &first])
+    let commit = |id: &str| -> serde_json::Value {
+        let out = env
+            .cmd(Some("agent"))
+            .args(["--json", "commit", id])
             .output()
-            .unwrap(),
-        "commit the first",
-    );
-    let report: serde_json::Value = serde_json::from_str(&committed).unwrap();
+            .unwrap();
+        serde_json::from_str(&ok(out, &format!("commit {id}"))).unwrap()
+    };
+    let report = commit(&first);
     assert_eq!(report["changes"][0]["path"], "a.txt", "{report}");
     assert_eq!(report["changes"][0]["shared_with"][0], "agent", "{report}");
-    let committed = ok(
-        env.cmd(Some("agent"))
-            .args(["--json", "commit", &second])
-            .output()
-            .unwrap(),
-        "commit the second",
-    );
-    let report: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    let report = commit(&second);
     assert_eq!(report["changes"].as_array().unwrap().len(), 0, "{report}");
     let refused = env.cmd(Some("agent")).arg("undo").output().unwrap();
     assert_eq!(refused.status.code(), Some(3), "{refused:?}");

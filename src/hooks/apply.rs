@@ -32,6 +32,9 @@ impl Outcome {
 /// entry (a prune removed the session meanwhile), is said NOT backed up,
 /// never passed over in silence.
 fn gone_while_writing(session: &Session, ws: &Workspace, paths: &[PathBuf], out: &mut Outcome) {
+    // Read once, and only if a file has a mark of this session: the
+    // session's entries, or `None` when the prune took it whole.
+    let mut entries: Option<Option<Vec<u64>>> = None;
     for p in paths {
         let Ok(rel) = ws.resolve(p) else {
             continue;
@@ -40,12 +43,18 @@ fn gone_while_writing(session: &Session, ws: &Workspace, paths: &[PathBuf], out:
         let Some(mark) = session.mark_of(&file) else {
             continue;
         };
-        let lost = mark.session == session.id()
-            && match session.entries() {
-                Ok(es) => !es.iter().any(|e| e.seq == mark.seq),
-                // Gone whole: the prune took the session.
-                Err(_) => !session.dir().exists(),
-            };
+        if mark.session != session.id() {
+            continue;
+        }
+        let seqs = entries.get_or_insert_with(|| match session.entries() {
+            Ok(es) => Some(es.iter().map(|e| e.seq).collect()),
+            Err(_) => None,
+        });
+        let lost = match seqs {
+            Some(seqs) => !seqs.contains(&mark.seq),
+            // Gone whole: the prune took the session.
+            None => !session.dir().exists(),
+        };
         if lost {
             out.say(format!(
                 "{rel}: the change was NOT backed up: its session {} was pruned while the tool ran, and its backup with it",
