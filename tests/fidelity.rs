@@ -364,7 +364,6 @@ fn as_root_a_write_and_its_undo_keep_another_users_owner_and_setuid_bit() {
 
 #[test]
 fn an_unprivileged_writer_never_makes_another_users_setuid_file_its_own() {
-    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     if !root_or_skip(util::this_test!(), "running a writer as another user") {
         return;
@@ -380,18 +379,7 @@ fn an_unprivileged_writer_never_makes_another_users_setuid_file_its_own() {
     // The writer's group: it may keep it, and the setgid bit with it.
     let setgid = env.path("setgid");
     file_of(&setgid, "theirs\n", (4321, writer.1), 0o2755);
-    // The binary cargo built may be where the writer cannot reach it (a
-    // clone under /root, mode 0700): a copy in a directory every user can
-    // enter, or the spawn fails with EACCES.
-    let bin_dir = tempfile::Builder::new()
-        .prefix("turnback-bin")
-        .tempdir_in(std::env::temp_dir())
-        .unwrap();
-    let bin = bin_dir.path().join("turnback");
-    std::fs::copy(util::bin(), &bin).unwrap();
-    for p in [bin_dir.path(), &bin] {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let (_bin_dir, bin) = util::bin_for_anyone();
     let as_writer = || {
         let mut c = env.command(&bin, Some("agent"));
         c.uid(writer.0).gid(writer.1);

@@ -74,3 +74,57 @@ fn a_hook_line_that_cannot_be_read_never_blocks_unless_strict() {
     let out = run(strict, &event);
     assert_eq!(out.status.code(), Some(2), "--strict blocks: {out:?}");
 }
+
+/// A hook with no store to back up into (no `TURNBACK_HOME`, no home
+/// directory: a user without a passwd entry, as in some containers) lets
+/// the tool go ahead and says nothing is backed up; `--strict` blocks a
+/// tool that changes files, and only such a tool.
+#[test]
+fn a_hook_with_no_store_blocks_only_a_strict_file_tool() {
+    use std::os::unix::process::CommandExt;
+    let test = crate::util::this_test!();
+    if !rustix::process::geteuid().is_root() {
+        crate::util::skip(test, "running the hook as a user without a home needs root");
+        return;
+    }
+    let env = Env::new();
+    let write = write_event(&env);
+    let prompt = fixture(&env, "claude-code-2.1.332/UserPromptSubmit.json");
+    let (_bin_dir, bin) = crate::util::bin_for_anyone();
+    // A user id no passwd entry names, so no home can be found for it.
+    let nobody = 61_234;
+    let as_nobody = |strict: bool| {
+        let mut c = env.command(&bin, None);
+        c.args(["hook", "claude-code"])
+            .args(strict.then_some("--strict"))
+            .current_dir("/")
+            .env_remove("TURNBACK_HOME")
+            .env_remove("HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("CLAUDE_PID")
+            .uid(nobody)
+            .gid(nobody);
+        c
+    };
+    let out = run(as_nobody(false), &write);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = system_message(&out);
+    assert!(said.contains("nothing is backed up"), "{said}");
+
+    let out = run(as_nobody(true), &write);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--strict blocks a write: {out:?}"
+    );
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(why.contains("nothing is backed up"), "{why}");
+
+    let out = run(as_nobody(true), &prompt);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a prompt is never blocked: {out:?}"
+    );
+}

@@ -441,3 +441,30 @@ fn prune_keeps_a_session_whose_write_or_bracket_is_under_way() {
     assert_eq!(report["spared"][0]["id"], "agent", "{report}");
     assert_eq!(report["spared"][0]["reason"], "writing", "{report}");
 }
+
+/// A person's session made where the environment names no user (`USER`
+/// and `LOGNAME` unset or empty, as under some service managers): named
+/// by the user id, never `person-person-…`.
+#[test]
+fn a_person_session_without_a_user_name_is_named_by_the_user_id() {
+    let env = Env::new();
+    for user in [None, Some("")] {
+        let mut c = env.cmd(None);
+        c.env_remove("LOGNAME");
+        match user {
+            Some(u) => c.env("USER", u),
+            None => c.env_remove("USER"),
+        };
+        let out = c
+            .args(["--json", "run", "--", "sh", "-c", "echo x >> a.txt"])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_str(&ok(out, "run")).unwrap();
+        let session = report["session"].as_str().unwrap();
+        let uid = rustix::process::geteuid().as_raw();
+        assert!(
+            session.starts_with(&format!("person-uid{uid}-")),
+            "USER {user:?}: {session}"
+        );
+    }
+}

@@ -21,6 +21,24 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_turnback"))
 }
 
+/// A copy of the built binary that any user can run, in a directory of its
+/// own that lives as long as the guard: the binary cargo built may be where
+/// another user cannot reach it (a clone under /root, mode 0700), and a
+/// spawn as that user would fail with EACCES.
+pub fn bin_for_anyone() -> (tempfile::TempDir, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("turnback-bin")
+        .tempdir_in(std::env::temp_dir())
+        .unwrap();
+    let bin_copy = dir.path().join("turnback");
+    std::fs::copy(bin(), &bin_copy).unwrap();
+    for p in [dir.path(), &bin_copy] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (dir, bin_copy)
+}
+
 /// Revert options: neither forced nor a dry run.
 pub fn plain() -> RevertOptions {
     RevertOptions::default()

@@ -46,10 +46,16 @@ pub(crate) fn run(cli: &Cli, args: &HookArgs) -> ExitCode {
     };
     let mut stdin = std::io::stdin().lock();
     let (event_name, outcome) = match (store.as_ref(), payload::read_object(&mut stdin)) {
-        (Err(e), _) => (
-            None,
-            failure(format!("turnback: nothing is backed up: {e}")),
-        ),
+        (Err(e), read) => {
+            // No store to back anything up into: a tool that changes files
+            // runs unprotected, which is what `--strict` blocks on.
+            let ev = read.ok().and_then(|p| hooks::parse(args.agent, &p).ok());
+            let mut out = failure(format!("turnback: nothing is backed up: {e}"));
+            out.backup_failed = ev
+                .as_ref()
+                .is_some_and(|ev| apply::protects_before(&ev.kind));
+            (ev.map(|ev| ev.name), out)
+        }
         (_, Err(bad)) => (None, failure(format!("turnback: event ignored: {bad}"))),
         (Ok(store), Ok(p)) => match hooks::parse(args.agent, &p) {
             Err(bad) => {

@@ -193,7 +193,7 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
 
 /// True for the start of a call whose changes turnback backs up first: a
 /// file tool, or a shell command other than turnback itself.
-fn protects_before(kind: &EventKind) -> bool {
+pub(crate) fn protects_before(kind: &EventKind) -> bool {
     match kind {
         EventKind::Before(call) => match &call.tool {
             Tool::Files(_) => true,
