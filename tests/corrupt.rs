@@ -584,8 +584,7 @@ fn a_damaged_compressed_backup_is_corrupt_and_touches_nothing() {
         damage(&mut bad);
         fs::write(&blob, &bad).unwrap();
         match s.diff(None) {
-            Err(Error::BlobCorrupt { hash: h, .. }) if case == "cut" => assert_eq!(h, hash),
-            Err(Error::BlobCorrupt { .. }) | Ok(_) if case == "flipped" => {}
+            Err(Error::BlobCorrupt { hash: h, .. }) => assert_eq!(h, hash, "{case}"),
             other => panic!("{case}: diff of a damaged backup: {other:?}"),
         }
         if blob.exists() {
@@ -598,6 +597,30 @@ fn a_damaged_compressed_backup_is_corrupt_and_touches_nothing() {
         fs::write(&blob, &good).unwrap();
         s.undo(plain()).unwrap();
         assert_eq!(read_text(env.path("big.txt")), old, "{case}");
+    }
+}
+
+/// A backup emptied or cut short (what a disk that lost its last writes
+/// leaves) is corrupt when read for a diff, not a diff against what is left:
+/// `diff` and `backup_contents` verify what they read, as an undo does.
+#[test]
+fn an_emptied_backup_is_corrupt_for_a_diff_too() {
+    for (case, left) in [("emptied", 0), ("cut", 3)] {
+        let (_env, s, _ws) = with_changes(&format!("blob-{case}"));
+        let (hash, blob) = blob_of(&s, 1);
+        let good = read(&blob);
+        fs::write(&blob, &good[..left]).unwrap();
+        match s.diff(None) {
+            Err(Error::BlobCorrupt { hash: h, .. }) => assert_eq!(h, hash, "{case}"),
+            other => panic!("{case}: diff of a damaged backup: {other:?}"),
+        }
+        assert!(!blob.exists(), "{case}: the damaged backup is moved aside");
+        let e = &s.entries().unwrap()[1];
+        let r = s.backup_contents(&e.path, &e.before);
+        assert!(matches!(r, Err(Error::BlobCorrupt { .. })), "{case}: {r:?}");
+        // Control: repaired, both read it.
+        fs::write(&blob, &good).unwrap();
+        assert_eq!(s.backup_contents(&e.path, &e.before).unwrap(), Some(good));
     }
 }
 

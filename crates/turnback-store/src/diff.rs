@@ -184,11 +184,10 @@ impl Session {
         };
         let (mut reader, display): (Box<dyn Read>, PathBuf) = match side {
             Side::Blob => {
-                let buf = self
+                return self
                     .blobs()
                     .open_backup(self.id(), rel.as_str(), hash)?
-                    .read_prefix(MAX_DIFF_BYTES + 1)?;
-                return Ok((buf.len() as u64 <= MAX_DIFF_BYTES).then_some(buf));
+                    .read_small(MAX_DIFF_BYTES);
             }
             Side::Workspace => match ws.open_regular(rel)? {
                 Some(f) => (Box::new(f.file), f.display),

@@ -79,7 +79,8 @@ impl Session {
     /// The contents `state` names, read from this session's backup of `path`
     /// (an entry's `before`, or a later entry's `before` that equals an
     /// earlier `after`): `Ok(None)` for a file over [`MAX_DIFF_BYTES`],
-    /// empty for an absent file. The backup is verified as it is opened.
+    /// empty for an absent file. What is read is verified against the backup's
+    /// hash: a damaged backup is [`Error::BlobCorrupt`] (and moved aside).
     pub fn backup_contents(&self, path: &str, state: &FileState) -> Result<Option<Vec<u8>>> {
         let Some(hash) = state.sha256.as_deref() else {
             return Ok(Some(Vec::new()));
@@ -87,11 +88,9 @@ impl Session {
         if state.size > MAX_DIFF_BYTES {
             return Ok(None);
         }
-        let buf = self
-            .blobs()
+        self.blobs()
             .open_backup(self.id(), path, hash)?
-            .read_prefix(MAX_DIFF_BYTES + 1)?;
-        Ok((buf.len() as u64 <= MAX_DIFF_BYTES).then_some(buf))
+            .read_small(MAX_DIFF_BYTES)
     }
 
     /// Whether this session holds a backup with the contents `state` names

@@ -17,6 +17,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek};
 use std::path::{Path, PathBuf};
 
+use sha2::Digest;
+
 use crate::error::{Error, Result};
 use crate::hash::{self, CopyError};
 use crate::packed::{self, BlobReader, Written};
@@ -439,17 +441,24 @@ impl Backup<'_> {
         self.reader.size()
     }
 
-    /// At most `limit` bytes of the contents, not verified (a diff, which
-    /// shows what is there); contents that do not decode are
-    /// [`Error::BlobCorrupt`].
-    pub(crate) fn read_prefix(mut self, limit: u64) -> Result<Vec<u8>> {
+    /// The whole contents, verified against the blob's name as
+    /// [`Backup::verify`] does, when they are at most `limit` bytes; `None`
+    /// for larger contents (read no further than `limit + 1` bytes, and so
+    /// not verified: a caller that shows them has nothing to show). A
+    /// backup emptied or cut short (a disk that lost its last writes) is
+    /// [`Error::BlobCorrupt`], never a diff against what is left of it.
+    pub(crate) fn read_small(mut self, limit: u64) -> Result<Option<Vec<u8>>> {
         let mut buf = Vec::new();
         let read = (&mut self.reader)
-            .take(limit)
+            .take(limit.saturating_add(1))
             .read_to_end(&mut buf)
             .map_err(Error::io("read", &self.blob));
         self.checked(read)?;
-        Ok(buf)
+        if buf.len() as u64 > limit {
+            return Ok(None);
+        }
+        self.verify(&hash::to_hex(&sha2::Sha256::digest(&buf)))?;
+        Ok(Some(buf))
     }
 
     /// The blob's path, for an error reading it.
