@@ -164,9 +164,15 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
                     gone_while_writing(&session, &ws, paths, &mut out);
                 }
                 for e in &own {
-                    if let Err(err) = session.commit_marked(e.seq) {
-                        let shown = shown(&ws, &e.absolute_path());
-                        out.say(format!("{shown}: the change was NOT recorded: {err}"));
+                    match session.commit_marked(e.seq) {
+                        Ok(_) => {}
+                        // Committed meanwhile by a parallel hook of the same
+                        // session that settled it: recorded all the same.
+                        Err(err) if err.kind() == ErrorKind::AlreadyCommitted => {}
+                        Err(err) => {
+                            let shown = shown(&ws, &e.absolute_path());
+                            out.say(format!("{shown}: the change was NOT recorded: {err}"));
+                        }
                     }
                 }
             }
