@@ -10,6 +10,7 @@ pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod event;
 pub(crate) mod gemini;
+pub(crate) mod hosts;
 pub(crate) mod large_event;
 pub(crate) mod last_error;
 pub(crate) mod payload;
