@@ -9,6 +9,10 @@ pub(crate) enum Agent {
     ClaudeCode,
     Codex,
     Gemini,
+    // Cursor's own hooks (`.cursor/hooks.json`); Cursor also runs Claude
+    // Code's, which `claude-code` recognises. (No doc comment: clap would
+    // show it beside the value.)
+    Cursor,
 }
 
 impl Agent {
@@ -18,6 +22,7 @@ impl Agent {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
+            Agent::Cursor => "cursor",
         }
     }
 }
