@@ -503,6 +503,10 @@ fn every_recorded_payload_is_accepted_quietly() {
         (CLAUDE, "claude-code"),
         (CODEX, "codex"),
         (GEMINI, "gemini"),
+        // The other agents that run Claude Code's hooks.
+        ("vscode", "claude-code"),
+        ("copilot-cli", "claude-code"),
+        ("cursor", "claude-code"),
     ] {
         let env = Env::new();
         for f in ["hello.txt", "existing.txt", "new_file.txt", "added.txt"] {
@@ -512,6 +516,7 @@ fn every_recorded_payload_is_accepted_quietly() {
         let mut names: Vec<_> = std::fs::read_dir(fixtures().join(dir))
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".json"))
             .collect();
         names.sort();
         assert!(names.len() >= 11, "{dir}: {names:?}");

@@ -627,3 +627,196 @@ fn gemini_settings_with_comments_keep_them_through_install_and_uninstall() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
     assert_eq!(read_text(&claude), "{ // mine\n}\n");
 }
+
+#[test]
+fn cursor_install_keeps_the_users_hooks_and_bytes_is_idempotent_and_uninstalls_exactly() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = env.path(".cursor/hooks.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // The user's own hooks (one on turnback's event), four-space indents, a
+    // number no f64 holds, a key after `hooks`.
+    let original = r#"{
+    "version": 1,
+    "hooks": {
+        "preToolUse": [
+            {"command": "./audit.sh", "matcher": "Shell", "timeout": 5}
+        ],
+        "afterFileEdit": [{"command": "npx prettier --write"}]
+    },
+    "big": 12345678901234567890123
+}
+"#;
+    std::fs::write(&file, original).unwrap();
+    let said = ok(&tb(&env, home.path(), &["install", "cursor"]));
+    assert!(
+        said.contains(
+            "added preToolUse hook (Write|StrReplace|Delete|ApplyPatch|EditNotebook|Shell)"
+        ),
+        "{said}"
+    );
+    let installed = read_text(&file);
+    assert!(installed.contains("12345678901234567890123"), "{installed}");
+    assert!(
+        installed.starts_with("{\n    \"version\": 1,\n    \"hooks\": {\n        \"preToolUse\": [\n            {\"command\": \"./audit.sh\", \"matcher\": \"Shell\", \"timeout\": 5},\n"),
+        "{installed}"
+    );
+    let s = json_of(&file);
+    // Handlers sit in the event's list, the matcher in them; the user's
+    // first, turnback's after.
+    let ours = &s["hooks"]["preToolUse"][1];
+    assert_eq!(ours["command"], format!("{} hook cursor", exe()));
+    assert_eq!(
+        ours["matcher"],
+        "Write|StrReplace|Delete|ApplyPatch|EditNotebook|Shell"
+    );
+    assert_eq!(
+        s["hooks"]["afterFileEdit"],
+        json!([{"command": "npx prettier --write"}])
+    );
+    for event in [
+        "beforeSubmitPrompt",
+        "postToolUse",
+        "postToolUseFailure",
+        "stop",
+        "sessionEnd",
+    ] {
+        let list = s["hooks"][event]
+            .as_array()
+            .unwrap_or_else(|| panic!("{event}: {s}"));
+        assert_eq!(list.len(), 1, "{event}");
+        assert!(
+            list[0]["command"]
+                .as_str()
+                .unwrap()
+                .ends_with(" hook cursor")
+        );
+    }
+    let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["version", "hooks", "big"]);
+    let backup = env.path(".cursor/hooks.json.turnback-backup");
+    assert_eq!(read_text(&backup), original);
+    assert!(said.contains(&backup.display().to_string()), "{said}");
+
+    // Again: nothing changes, byte for byte.
+    let said = ok(&tb(&env, home.path(), &["install", "cursor"]));
+    assert!(said.contains("nothing changed"), "{said}");
+    assert_eq!(read_text(&file), installed);
+
+    // A flag the user adds to turnback's line stays, even when install
+    // rewrites the line for a moved binary.
+    let strict = installed.replace(" hook cursor\"", " hook cursor --strict\"");
+    let moved = strict.replace(&exe(), "/old/place/turnback");
+    std::fs::write(&file, &moved).unwrap();
+    let said = ok(&tb(&env, home.path(), &["install", "cursor"]));
+    assert!(said.contains("updated preToolUse hook"), "{said}");
+    assert_eq!(read_text(&file), strict);
+
+    // Uninstall takes out exactly turnback's: the file as it was.
+    let out = ok(&tb(&env, home.path(), &["uninstall", "cursor", "--json"]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["changes"].as_array().unwrap().len(), 6, "{v}");
+    assert_eq!(read_text(&file), original);
+}
+
+#[test]
+fn cursor_install_makes_a_new_file_prints_without_writing_and_the_user_scope() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = env.path(".cursor/hooks.json");
+    let out = ok(&tb(&env, home.path(), &["install", "cursor", "--print"]));
+    assert!(!file.exists(), "--print wrote {}", file.display());
+    let printed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(printed["version"], 1, "{printed}");
+
+    ok(&tb(&env, home.path(), &["install", "cursor"]));
+    let s = json_of(&file);
+    assert_eq!(s, printed);
+    let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["version", "hooks"]);
+    assert!(!env.path(".cursor/hooks.json.turnback-backup").exists());
+    // --project is the same file.
+    let said = ok(&tb(&env, home.path(), &["install", "cursor", "--project"]));
+    assert!(said.contains("nothing changed"), "{said}");
+
+    let user = home.path().join(".cursor/hooks.json");
+    ok(&tb(&env, home.path(), &["install", "cursor", "--user"]));
+    assert_eq!(json_of(&user), printed);
+    ok(&tb(&env, home.path(), &["uninstall", "cursor", "--user"]));
+    assert_eq!(json_of(&user), json!({"version": 1}));
+
+    // doctor finds the workspace's.
+    let out = ok(&tb(&env, home.path(), &["doctor", "--json"]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let agents: Vec<&str> = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(agents, ["cursor"], "{v}");
+}
+
+#[test]
+fn cursor_hooks_file_that_is_a_symlink_is_written_through() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let dotfiles = tempfile::tempdir().unwrap();
+    let target = dotfiles.path().join("cursor-hooks.json");
+    let original = "{\"version\": 1, \"hooks\": {\"stop\": [{\"command\": \"say done\"}]}}\n";
+    std::fs::write(&target, original).unwrap();
+    let link = env.path(".cursor/hooks.json");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    ok(&tb(&env, home.path(), &["install", "cursor"]));
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    let s = json_of(&target);
+    assert_eq!(s["hooks"]["stop"][0]["command"], "say done");
+    assert_eq!(s["hooks"]["stop"].as_array().unwrap().len(), 2, "{s}");
+    ok(&tb(&env, home.path(), &["uninstall", "cursor"]));
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(read_text(&target), original);
+}
+
+#[test]
+fn cursor_hook_lines_install_wrote_back_up_an_edit_that_undoes() {
+    // The command lines install wrote, run as Cursor runs them (a shell,
+    // the event on stdin), with Cursor's recorded payloads.
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    ok(&tb(&env, home.path(), &["install", "cursor"]));
+    let s = json_of(&env.path(".cursor/hooks.json"));
+    let run = |event: &str, fixture: &str| {
+        let line = s["hooks"][event][0]["command"].as_str().unwrap().to_owned();
+        let payload = crate::hooks::fixture(&env, &format!("cursor/{fixture}.json"));
+        let mut c = env.command("sh", None);
+        c.args(["-c", &line])
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("CLAUDE_PID");
+        let out = run_with_input(c, payload.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0), "{fixture}");
+        assert!(
+            out.stdout.is_empty(),
+            "{fixture}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    run("beforeSubmitPrompt", "beforeSubmitPrompt");
+    run("preToolUse", "preToolUse-Write");
+    std::fs::write(env.path("hello.txt"), "hello\nworld\n").unwrap();
+    run("postToolUse", "postToolUse-Write");
+    run("stop", "stop");
+    let session = "3f9d1c2e-7a4b-4e8f-b0c1-d2e3f4a5b6c7";
+    let entries = env
+        .store()
+        .open_session(session)
+        .unwrap()
+        .entries()
+        .unwrap();
+    assert_eq!(entries.len(), 1);
+    assert!(entries[0].is_committed());
+    let mut c = env.cmd(Some(session));
+    c.arg("undo");
+    crate::util::run_ok(c, b"", "undo");
+    assert!(!env.path("hello.txt").exists());
+}

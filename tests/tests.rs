@@ -50,6 +50,8 @@ mod docs;
 mod habits;
 // Agents' hooks: recorded payloads of Claude Code, Codex and Gemini CLI through `turnback hook`.
 mod hooks;
+// The other agents that run Claude Code's hooks (VS Code, Copilot CLI, Cursor): their own payloads protected.
+mod hook_hosts;
 // `turnback install`, `uninstall` and `doctor` on each agent's settings file.
 mod install;
 // A whole Claude Code session played through the hooks install wrote, then rewound from another process.

@@ -121,7 +121,12 @@ impl Report for Diagnosis {
 /// project's, the user's), each once.
 fn settings_files(ws: &Path) -> Vec<(Agent, PathBuf)> {
     let mut out: Vec<(Agent, PathBuf)> = Vec::new();
-    for agent in [Agent::ClaudeCode, Agent::Codex, Agent::Gemini] {
+    for agent in [
+        Agent::ClaudeCode,
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::Cursor,
+    ] {
         for scope in [Scope::Default, Scope::Project, Scope::User] {
             if let Ok(f) = install::agent_hooks(agent).settings_file(scope, ws)
                 && !out.iter().any(|(a, g)| *a == agent && *g == f)
@@ -141,7 +146,7 @@ pub(crate) fn installed(ws: &Path) -> Vec<(Agent, PathBuf, usize)> {
         .filter_map(|(agent, file)| {
             let hooks = install::agent_hooks(agent);
             let s = settings::read(&file, hooks.comments()).ok()?.map;
-            let n = install::ours_in(&s, &|h| hooks.is_ours(h)).len();
+            let n = install::ours_in(&s, hooks.layout(), &|h| hooks.is_ours(h)).len();
             (n > 0).then_some((agent, file, n))
         })
         .collect()
@@ -192,7 +197,7 @@ fn check_file(agent: Agent, file: &Path, ws: &Path) -> Option<Found> {
             });
         }
     };
-    let ours = install::ours_in(&s, &|h| hooks.is_ours(h));
+    let ours = install::ours_in(&s, hooks.layout(), &|h| hooks.is_ours(h));
     if ours.is_empty() {
         return None;
     }

@@ -1,4 +1,4 @@
-//! `turnback hook claude-code|codex|gemini`: what an agent runs before and
+//! `turnback hook claude-code|codex|gemini|cursor`: what an agent runs before and
 //! after every tool call, with the event as one JSON object on stdin.
 //!
 //! Not a report like the other commands: its output is the agent's hook

@@ -17,10 +17,10 @@ use crate::render::Report;
 // No doc comment: clap would make it the help line of both commands.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ScopeArgs {
-    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`)
+    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`)
     #[arg(long, conflicts_with = "user")]
     project: bool,
-    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`)
+    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`)
     #[arg(long)]
     user: bool,
 }
@@ -35,10 +35,10 @@ impl ScopeArgs {
     }
 }
 
-/// Protect an agent: add turnback's hooks to its settings (claude-code, codex, gemini)
+/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor)
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n\nEvery other setting and hook is kept; running it again changes nothing."
+    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n\nEvery other setting and hook is kept; running it again changes nothing."
 )]
 pub(crate) struct InstallArgs {
     /// The agent
@@ -168,7 +168,7 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let exe = this_binary()?;
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
-    let done = install::install_into(&s, &hooks.wanted(&exe), &|h| hooks.is_ours(h))
+    let done = install::install_into(&s, hooks, &hooks.wanted(&exe))
         .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let mut report = Installed {
         agent: args.agent,
@@ -207,7 +207,7 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
                 "Codex was not found (set TURNBACK_CODEX or put `codex` on PATH), so its trust in these hooks is not recorded: Codex skips them until you trust them in its /hooks, or run this again".into(),
             ),
         },
-        Agent::Gemini => {}
+        Agent::Gemini | Agent::Cursor => {}
     }
     Ok(report)
 }
@@ -245,7 +245,7 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, Cl
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
-    let done = install::uninstall_from(&s, &|h| hooks.is_ours(h))
+    let done = install::uninstall_from(&s, hooks)
         .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let backup = match &done.text {
         Some(text) => settings::write(&file, &s, text).map_err(err)?,

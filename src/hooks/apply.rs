@@ -163,7 +163,10 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
                 if own.is_empty() {
                     gone_while_writing(&session, &ws, paths, &mut out);
                 }
-                for e in &own {
+                // Writes that reach the disk after this event: the next
+                // event settles the call's backups once they have.
+                let now = if ev.late_writes { &[][..] } else { &own[..] };
+                for e in now {
                     match session.commit_marked(e.seq) {
                         Ok(_) => {}
                         // Committed meanwhile by a parallel hook of the same

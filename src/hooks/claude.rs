@@ -1,12 +1,19 @@
 //! Claude Code's hook payloads (`turnback hook claude-code`): every event
 //! carries `session_id`, `cwd`, `hook_event_name`; tool events `tool_name`,
 //! `tool_input`, `tool_use_id`. `CLAUDE_PROJECT_DIR` names the workspace.
+//! Other agents run these hooks too, with payloads of their own: those go to
+//! `hosts.rs`.
 
 use super::event::{Agent, CallId, EventKind, HookEvent, Tool, ToolCall, digest_of};
+use super::hosts::{self, Host};
 use super::payload::{BadEvent, Payload, input_str, tool_path, workspace_from};
 
 /// The event of one Claude Code hook call.
 pub(crate) fn parse(p: &Payload) -> Result<HookEvent, BadEvent> {
+    let host = Host::of(p);
+    if host != Host::ClaudeCode {
+        return hosts::parse(host, p);
+    }
     let session = p.str("session_id")?.to_owned();
     let name = p.str("hook_event_name")?.to_owned();
     let cwd = p.cwd()?;
@@ -40,6 +47,7 @@ pub(crate) fn parse(p: &Payload) -> Result<HookEvent, BadEvent> {
         name,
         context: p.opt_str("agent_id")?.map(str::to_owned),
         kind,
+        late_writes: false,
     })
 }
 

@@ -32,6 +32,7 @@ pub(crate) fn parse(p: &Payload) -> Result<HookEvent, BadEvent> {
         name,
         context: p.opt_str("agent_id")?.map(str::to_owned),
         kind,
+        late_writes: false,
     })
 }
 

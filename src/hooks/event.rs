@@ -9,6 +9,10 @@ pub(crate) enum Agent {
     ClaudeCode,
     Codex,
     Gemini,
+    // Cursor's own hooks (`.cursor/hooks.json`); Cursor also runs Claude
+    // Code's, which `claude-code` recognises. (No doc comment: clap would
+    // show it beside the value.)
+    Cursor,
 }
 
 impl Agent {
@@ -18,6 +22,7 @@ impl Agent {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
+            Agent::Cursor => "cursor",
         }
     }
 }
@@ -35,6 +40,11 @@ pub(crate) struct HookEvent {
     /// agent: subagents run beside each other, each its tools one at a time.
     pub context: Option<String>,
     pub kind: EventKind,
+    /// The agent reports a file tool done before its writes reach the disk
+    /// (VS Code's agent: microsoft/vscode#315926): after such a tool its
+    /// backups stay open, and the next event settles them (committed as the
+    /// file is then, dropped if it never changed).
+    pub late_writes: bool,
 }
 
 /// What happened.
@@ -100,6 +110,11 @@ impl ToolCall {
 /// exactly as the agent sent it (serde_json keeps the order of the fields).
 /// SHA-256, so the same input gives the same id in every turnback version.
 pub(crate) fn digest_of(agent: Agent, tool_name: &str, input: &serde_json::Value) -> String {
+    digest_named(agent.name(), tool_name, input)
+}
+
+/// [`digest_of`] under any name: `NAME-` and the digest.
+pub(crate) fn digest_named(name: &str, tool_name: &str, input: &serde_json::Value) -> String {
     use sha2::{Digest, Sha256};
     let text = serde_json::to_string(input).unwrap_or_default();
     let mut h = Sha256::new();
@@ -110,5 +125,5 @@ pub(crate) fn digest_of(agent: Agent, tool_name: &str, input: &serde_json::Value
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    format!("{}-{hex}", agent.name())
+    format!("{name}-{hex}")
 }

@@ -39,6 +39,7 @@ pub(crate) fn parse(p: &Payload) -> Result<HookEvent, BadEvent> {
         name,
         context: None,
         kind,
+        late_writes: false,
     })
 }
 

@@ -21,15 +21,24 @@ use serde_json::{Map, Value};
 
 /// The fields of `tool_input` that carry a file's contents, not which file
 /// (Claude Code's `Write`, `Edit`, `MultiEdit`, `NotebookEdit`; Gemini
-/// CLI's `write_file`, `replace`). Codex's patch is what names its files:
-/// it is kept.
-const CONTENTS: [&str; 6] = [
+/// CLI's `write_file`, `replace`; VS Code's `create_file`,
+/// `replace_string_in_file`, `insert_edit_into_file`; Copilot CLI's
+/// `create`, `str_replace`; Cursor's `Write`). Codex's patch is what names
+/// its files: it is kept.
+const CONTENTS: [&str; 13] = [
     "content",
     "old_string",
     "new_string",
     "edits",
     "new_source",
     "old_source",
+    "oldString",
+    "newString",
+    "code",
+    "file_text",
+    "old_str",
+    "new_str",
+    "contents",
 ];
 
 /// The fields of `tool_response` a hook reads (whether a call was cut
@@ -255,6 +264,37 @@ mod tests {
             serde_json::json!({"file_path": "/w/a.txt"})
         );
         assert_eq!(m["tool_response"], serde_json::json!({"interrupted": true}));
+    }
+
+    #[test]
+    fn the_other_hosts_contents_are_skipped_too() {
+        let big = "x".repeat(10_000);
+        for (input, path) in [
+            (
+                serde_json::json!({"filePath": "/w/a", "content": big}),
+                "filePath",
+            ),
+            (
+                serde_json::json!({"filePath": "/w/a", "oldString": big, "newString": big}),
+                "filePath",
+            ),
+            (
+                serde_json::json!({"path": "/w/a", "file_text": big}),
+                "path",
+            ),
+            (
+                serde_json::json!({"path": "/w/a", "old_str": big, "new_str": big}),
+                "path",
+            ),
+            (
+                serde_json::json!({"file_path": "/w/a", "contents": big}),
+                "file_path",
+            ),
+        ] {
+            let text = serde_json::json!({"session_id": "s1", "tool_input": input}).to_string();
+            let m = read(text.as_bytes(), 1_000).unwrap();
+            assert_eq!(m["tool_input"], serde_json::json!({ path: "/w/a" }));
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The agents' hooks (`turnback hook claude-code|codex|gemini`): each agent's
+//! The agents' hooks (`turnback hook claude-code|codex|gemini|cursor`): each agent's
 //! payload parsed into one event type (`event.rs`), then applied to the store
 //! (`apply.rs`). A hook never breaks its agent: whatever happens it exits 0
 //! (unless `--strict` asks that a failed backup block the tool), prints
@@ -10,6 +10,7 @@ pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod event;
 pub(crate) mod gemini;
+pub(crate) mod hosts;
 pub(crate) mod large_event;
 pub(crate) mod last_error;
 pub(crate) mod payload;
@@ -24,5 +25,6 @@ pub(crate) fn parse(agent: Agent, payload: &Payload) -> Result<HookEvent, BadEve
         Agent::ClaudeCode => claude::parse(payload),
         Agent::Codex => codex::parse(payload),
         Agent::Gemini => gemini::parse(payload),
+        Agent::Cursor => hosts::parse(hosts::Host::Cursor, payload),
     }
 }

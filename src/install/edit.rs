@@ -9,17 +9,20 @@
 
 use serde_json::{Map, Value, json};
 
-use super::Wanted;
 use super::jsonc::{self, Kind, Node};
 use super::settings::Settings;
 use super::splice::{self, Edit, Item, Style};
+use super::{Layout, Wanted, entry};
 
 /// The text of `s` with turnback's handlers (`is_ours`) taken out and
-/// `add` put in, each at the end of its event's list; `expected` is what
-/// it must then say.
+/// `add` put in, each at the end of its event's list (as `layout` holds
+/// them); a file without `hooks` gets the members of `preamble` before it;
+/// `expected` is what it must then say.
 pub(crate) fn hooks(
     s: &Settings,
     add: &[Wanted],
+    layout: Layout,
+    preamble: &[(&str, Value)],
     is_ours: &dyn Fn(&Value) -> bool,
     expected: &Map<String, Value>,
 ) -> Result<String, String> {
@@ -36,19 +39,18 @@ pub(crate) fn hooks(
     match at.as_slice() {
         [] if add.is_empty() => {}
         [] => {
-            let events = new_events(add, &[]);
+            let events = new_events(add, layout, &[]);
             let hooks = Value::Object(events.into_iter().collect());
-            edits.extend(splice::container(
-                text,
-                &style,
-                root,
-                &[],
-                &[Item::Member("hooks".into(), hooks)],
-            ));
+            let mut items: Vec<Item> = preamble
+                .iter()
+                .map(|(k, v)| Item::Member((*k).to_owned(), v.clone()))
+                .collect();
+            items.push(Item::Member("hooks".into(), hooks));
+            edits.extend(splice::container(text, &style, root, &[], &items));
         }
         [i] => {
             let hooks = &members[*i].value;
-            if hooks_emptied(text, &style, hooks, add, is_ours, &mut edits)? {
+            if hooks_emptied(text, &style, hooks, add, layout, is_ours, &mut edits)? {
                 edits.extend(splice::container(text, &style, root, &[*i], &[]));
             }
         }
@@ -72,6 +74,7 @@ fn hooks_emptied(
     style: &Style,
     hooks: &Node,
     add: &[Wanted],
+    layout: Layout,
     is_ours: &dyn Fn(&Value) -> bool,
     edits: &mut Vec<Edit>,
 ) -> Result<bool, String> {
@@ -86,7 +89,7 @@ fn hooks_emptied(
         let groups: Vec<Item> = add
             .iter()
             .filter(|w| w.event == event.key)
-            .map(|w| Item::Element(group(w)))
+            .map(|w| Item::Element(entry(w, layout)))
             .collect();
         let Kind::Array(list) = &event.value.kind else {
             if groups.is_empty() {
@@ -96,6 +99,12 @@ fn hooks_emptied(
         };
         let mut emptied = Vec::new();
         for (g, grp) in list.iter().enumerate() {
+            if layout == Layout::Flat {
+                if is_ours(&grp.value()) {
+                    emptied.push(g);
+                }
+                continue;
+            }
             let Some(handlers) = grp.member("hooks").map(|m| &m.value) else {
                 continue;
             };
@@ -125,7 +134,7 @@ fn hooks_emptied(
         }
     }
     let present: Vec<&str> = events.iter().map(|e| e.key.as_str()).collect();
-    let new: Vec<Item> = new_events(add, &present)
+    let new: Vec<Item> = new_events(add, layout, &present)
         .into_iter()
         .map(|(k, v)| Item::Member(k, v))
         .collect();
@@ -136,22 +145,14 @@ fn hooks_emptied(
     Ok(false)
 }
 
-/// The group a wanted hook is put in: its matcher and its one handler.
-fn group(w: &Wanted) -> Value {
-    match w.matcher {
-        Some(m) => json!({"matcher": m, "hooks": [w.handler]}),
-        None => json!({"hooks": [w.handler]}),
-    }
-}
-
-/// The events of `add` not in `present`, each with its groups, in the order
-/// they first come.
-fn new_events(add: &[Wanted], present: &[&str]) -> Vec<(String, Value)> {
+/// The events of `add` not in `present`, each with its entries, in the
+/// order they first come.
+fn new_events(add: &[Wanted], layout: Layout, present: &[&str]) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = Vec::new();
     for w in add.iter().filter(|w| !present.contains(&w.event)) {
         match out.iter_mut().find(|(k, _)| k == w.event) {
-            Some((_, Value::Array(list))) => list.push(group(w)),
-            _ => out.push((w.event.to_owned(), json!([group(w)]))),
+            Some((_, Value::Array(list))) => list.push(entry(w, layout)),
+            _ => out.push((w.event.to_owned(), json!([entry(w, layout)]))),
         }
     }
     out

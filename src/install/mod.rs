@@ -1,13 +1,16 @@
 //! `turnback install` / `uninstall`: turnback's hooks merged into an agent's
-//! settings file, every other setting and hook kept. All three agents keep
-//! hooks in the same JSON shape, `{"hooks": {EVENT: [{"matcher": M, "hooks":
-//! [HANDLER]}]}}`; each agent's module says which events, which matcher and
-//! what a handler looks like (`claude.rs`, `codex.rs`, `gemini.rs`);
+//! settings file, every other setting and hook kept. Claude Code, Codex and
+//! Gemini CLI keep hooks in the same JSON shape, `{"hooks": {EVENT:
+//! [{"matcher": M, "hooks": [HANDLER]}]}}`; Cursor without the group,
+//! `{"hooks": {EVENT: [HANDLER]}}`, the matcher in the handler ([`Layout`]).
+//! Each agent's module says which events, which matcher and what a handler
+//! looks like (`claude.rs`, `codex.rs`, `gemini.rs`, `cursor.rs`);
 //! `hook_line.rs` tells turnback's handlers from anyone else's by their shape.
 
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod codex_trust;
+pub(crate) mod cursor;
 pub(crate) mod edit;
 pub(crate) mod gemini;
 pub(crate) mod hook_line;
@@ -31,6 +34,16 @@ pub(crate) enum Scope {
     Project,
     /// The user's settings, for every workspace.
     User,
+}
+
+/// How an agent's settings hold a hook in an event's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// In a group: `{"matcher": M, "hooks": [HANDLER]}` (Claude Code, Codex,
+    /// Gemini CLI).
+    Grouped,
+    /// The handler itself, its matcher in it (Cursor).
+    Flat,
 }
 
 /// One hook turnback wants: an event, its matcher, its handler.
@@ -68,6 +81,15 @@ pub(crate) trait AgentHooks {
     fn comments(&self) -> bool {
         false
     }
+    /// How its settings hold a hook.
+    fn layout(&self) -> Layout {
+        Layout::Grouped
+    }
+    /// Keys a settings file gets before `hooks` when install adds `hooks`
+    /// to it and they are not there (Cursor: `"version": 1`).
+    fn preamble(&self) -> Vec<(&'static str, Value)> {
+        Vec::new()
+    }
 }
 
 /// The module of `agent`.
@@ -76,6 +98,7 @@ pub(crate) fn agent_hooks(agent: Agent) -> &'static dyn AgentHooks {
         Agent::ClaudeCode => &claude::ClaudeCode,
         Agent::Codex => &codex::Codex,
         Agent::Gemini => &gemini::Gemini,
+        Agent::Cursor => &cursor::Cursor,
     }
 }
 
@@ -93,9 +116,10 @@ pub(crate) struct Change {
 /// they are not turnback's). Keys keep their order.
 pub(crate) fn remove_ours(
     settings: &mut Map<String, Value>,
+    layout: Layout,
     is_ours: &dyn Fn(&Value) -> bool,
 ) -> Vec<Change> {
-    let (changes, emptied) = take_out(settings, is_ours);
+    let (changes, emptied) = take_out(settings, layout, is_ours);
     prune(settings, &emptied);
     changes
 }
@@ -104,6 +128,7 @@ pub(crate) fn remove_ours(
 /// which events lost a group.
 fn take_out(
     settings: &mut Map<String, Value>,
+    layout: Layout,
     is_ours: &dyn Fn(&Value) -> bool,
 ) -> (Vec<Change>, Vec<String>) {
     let mut changes = Vec::new();
@@ -116,6 +141,23 @@ fn take_out(
             continue;
         };
         let before = groups.len();
+        if layout == Layout::Flat {
+            groups.retain(|h| {
+                let ours = is_ours(h);
+                if ours {
+                    changes.push(Change {
+                        what: "removed",
+                        event: event.clone(),
+                        matcher: matcher_of(h),
+                    });
+                }
+                !ours
+            });
+            if groups.len() < before {
+                emptied.push(event.clone());
+            }
+            continue;
+        }
         groups.retain_mut(|group| {
             let matcher = group
                 .get("matcher")
@@ -164,9 +206,15 @@ fn prune(settings: &mut Map<String, Value>, emptied: &[String]) {
     }
 }
 
+/// The matcher of a group, or of a handler in the flat layout.
+fn matcher_of(v: &Value) -> Option<String> {
+    v.get("matcher").and_then(Value::as_str).map(str::to_owned)
+}
+
 /// The hooks of turnback's now in `settings`: (event, matcher, handler).
 pub(crate) fn ours_in(
     settings: &Map<String, Value>,
+    layout: Layout,
     is_ours: &dyn Fn(&Value) -> bool,
 ) -> Vec<(String, Option<String>, Value)> {
     let mut found = Vec::new();
@@ -175,6 +223,12 @@ pub(crate) fn ours_in(
     };
     for (event, groups) in hooks {
         for group in groups.as_array().into_iter().flatten() {
+            if layout == Layout::Flat {
+                if is_ours(group) {
+                    found.push((event.clone(), matcher_of(group), group.clone()));
+                }
+                continue;
+            }
             let matcher = group
                 .get("matcher")
                 .and_then(Value::as_str)
@@ -201,9 +255,10 @@ pub(crate) fn ours_in(
 pub(crate) fn merge(
     settings: &mut Map<String, Value>,
     wanted: &[Wanted],
+    layout: Layout,
     is_ours: &dyn Fn(&Value) -> bool,
 ) -> Result<Vec<Change>, String> {
-    let mut have = ours_in(settings, is_ours);
+    let mut have = ours_in(settings, layout, is_ours);
     let mut want: Vec<_> = wanted
         .iter()
         .map(|w| {
@@ -220,7 +275,7 @@ pub(crate) fn merge(
         return Ok(Vec::new());
     }
     // An event emptied here and given a hook again stays where it was.
-    let (mut changes, emptied) = take_out(settings, is_ours);
+    let (mut changes, emptied) = take_out(settings, layout, is_ours);
     let hooks = settings
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -234,12 +289,7 @@ pub(crate) fn merge(
         let Value::Array(list) = list else {
             return Err(format!("its `hooks.{}` is not a list", w.event));
         };
-        let mut group = Map::new();
-        if let Some(m) = w.matcher {
-            group.insert("matcher".into(), m.into());
-        }
-        group.insert("hooks".into(), Value::Array(vec![w.handler.clone()]));
-        list.push(Value::Object(group));
+        list.push(entry(w, layout));
         changes.push(Change {
             what: "added",
             event: w.event.to_owned(),
@@ -250,6 +300,20 @@ pub(crate) fn merge(
     // A hook replaced by the same one (another binary path) reads as one
     // "updated", not a removal and an addition.
     Ok(fold_updates(changes))
+}
+
+/// What a wanted hook is in its event's list: its group, or in the flat
+/// layout its handler (which holds its matcher).
+pub(crate) fn entry(w: &Wanted, layout: Layout) -> Value {
+    if layout == Layout::Flat {
+        return w.handler.clone();
+    }
+    let mut group = Map::new();
+    if let Some(m) = w.matcher {
+        group.insert("matcher".into(), m.into());
+    }
+    group.insert("hooks".into(), Value::Array(vec![w.handler.clone()]));
+    Value::Object(group)
 }
 
 /// What install or uninstall makes of a settings file.
@@ -265,15 +329,29 @@ pub(crate) struct Outcome {
 /// turnback's lines kept), its other entries and bytes left as they are.
 pub(crate) fn install_into(
     s: &settings::Settings,
+    agent: &dyn AgentHooks,
     wanted: &[Wanted],
-    is_ours: &dyn Fn(&Value) -> bool,
 ) -> Result<Outcome, String> {
+    let is_ours = |h: &Value| agent.is_ours(h);
+    let layout = agent.layout();
     let mut map = s.map.clone();
-    let wanted = with_users_flags(wanted, &ours_in(&map, is_ours));
-    let changes = merge(&mut map, &wanted, is_ours)?;
+    let wanted = with_users_flags(wanted, &ours_in(&map, layout, &is_ours));
+    // A file without hooks gets the agent's preamble first.
+    let preamble: Vec<(&str, Value)> = match map.contains_key("hooks") || wanted.is_empty() {
+        true => Vec::new(),
+        false => agent
+            .preamble()
+            .into_iter()
+            .filter(|(k, _)| !map.contains_key(*k))
+            .collect(),
+    };
+    for (k, v) in &preamble {
+        map.insert((*k).to_owned(), v.clone());
+    }
+    let changes = merge(&mut map, &wanted, layout, &is_ours)?;
     let text = match changes.is_empty() {
         true => None,
-        false => Some(edit::hooks(s, &wanted, is_ours, &map)?),
+        false => Some(edit::hooks(s, &wanted, layout, &preamble, &is_ours, &map)?),
     };
     Ok(Outcome {
         changes,
@@ -286,13 +364,15 @@ pub(crate) fn install_into(
 /// they are.
 pub(crate) fn uninstall_from(
     s: &settings::Settings,
-    is_ours: &dyn Fn(&Value) -> bool,
+    agent: &dyn AgentHooks,
 ) -> Result<Outcome, String> {
+    let is_ours = |h: &Value| agent.is_ours(h);
+    let layout = agent.layout();
     let mut map = s.map.clone();
-    let changes = remove_ours(&mut map, is_ours);
+    let changes = remove_ours(&mut map, layout, &is_ours);
     let text = match changes.is_empty() {
         true => None,
-        false => Some(edit::hooks(s, &[], is_ours, &map)?),
+        false => Some(edit::hooks(s, &[], layout, &[], &is_ours, &map)?),
     };
     Ok(Outcome {
         changes,
