@@ -271,6 +271,13 @@ const CONSOLE: &[Console] = &[
     },
     Console {
         file: JSON_MD,
+        block: r"$ printf 'pub fn answer() -> u32 {\n    42\n}\n' | turnback write src/lib.rs --message call-5 --json   # the same bytes again",
+        session: AGENT,
+        setup: &[FILES, WRITE],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
         block: "$ printf 'pub fn' | turnback write src/lib.rs --expect-size 34 --json   # cut short (exit code 1)",
         session: AGENT,
         setup: &[FILES],
@@ -1002,7 +1009,7 @@ cd ~/src/my-project                           # the workspace (or --workspace DI
 # The agent's write tool: new contents on standard input.
 printf 'pub fn answer() -> u32 { 42 }\\n' | turnback write src/lib.rs --message call-1
 # Say what you send, and a producer cut short writes nothing (exit code 1).
-printf 'pub fn answer() -> u32 { 42 }\\n' | turnback write src/lib.rs --message call-1 --expect-size 30
+printf 'pub fn answer() -> u32 { 43 }\\n' | turnback write src/lib.rs --message call-1 --expect-size 30
 # Its delete tool.
 turnback rm scratch.txt --message call-2
 # A tool that edits in place: checkpoint, edit, then commit (or roll back).
