@@ -14,8 +14,10 @@ const GLOBAL: &str = "Global options";
 const EXIT_CODES: &str = "\
 Exit codes:
   0  done
-  1  error (the message says what, and a hint what to do)
-  2  usage: a flag, argument or session is missing or wrong
+  1  error (the message says what, and a hint what to do); a --session that
+     does not exist is one
+  2  usage: a flag or argument is missing or wrong, an agent's command names
+     no session, or the config file does not parse
   3  refused: a file changed since the session wrote it, a symbolic link stands
      where it goes back, or it is in an unrelated workspace; nothing was touched";
 
@@ -27,7 +29,7 @@ Exit codes:
 #[derive(Debug, Parser)]
 #[command(name = "turnback", version, about, long_about, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
-    /// The store home [default: ~/.local/state/turnback]
+    /// The store home [default: $XDG_STATE_HOME/turnback, else ~/.local/state/turnback]
     #[arg(long, global = true, env = "TURNBACK_HOME", value_name = "DIR", help_heading = GLOBAL)]
     pub home: Option<PathBuf>,
     /// The session [default for undo, rewind, log, diff, show, turns, status: the newest one with changes here; for revert: the one that changed the file last; for redo: the one whose undo was last]

@@ -14,7 +14,8 @@ use crate::json as shapes;
 
 /// Exit code of an error.
 pub const EXIT_ERROR: u8 = 1;
-/// Exit code of a usage error: a flag, argument or session missing or wrong.
+/// Exit code of a usage error: a flag or argument missing or wrong, no
+/// session given to an agent's command, a config file that does not parse.
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code of a refusal: a file changed since, or is in an unrelated
 /// workspace; nothing was touched.

@@ -720,6 +720,22 @@ fn help() {
         &undo.block(),
     );
 
+    // A default that is a setting reads as its value and the setting's name,
+    // not as if the name were the value.
+    let prune = tb(&env, "prune --help").run().expect(0);
+    let words = prune
+        .stdout
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        words.contains("[default: 20, or the keep_sessions setting]")
+            && words.contains("[default: 30, or the keep_days setting]")
+            && !words.contains("[default: keep_"),
+        "{}",
+        prune.block()
+    );
+
     // Every subcommand the top-level help lists (for people, then the agent
     // plumbing) has an example.
     let listed = |heading: &str| -> Vec<String> {
