@@ -23,9 +23,11 @@ Exit codes:
 
 /// A safety net under every file an AI coding agent edits.
 ///
-/// Agents write through turnback (`turnback write`, `turnback rm`), which backs each
-/// file up first; people undo from any shell (`turnback undo`, `turnback revert
-/// FILE`, `turnback rewind MESSAGE`), while the agent runs or after.
+/// Take back what an agent did, from any shell, while it runs or after:
+/// `turnback undo` (its last change), `turnback rewind` (back to an earlier
+/// prompt), `turnback revert FILE` (one file), `turnback log` (what it did).
+/// Protect an agent once with `turnback install claude-code` (or codex, or
+/// gemini); `turnback doctor` checks it.
 #[derive(Debug, Parser)]
 #[command(name = "turnback", version, about, long_about, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
