@@ -298,7 +298,7 @@ pub fn row(kind: Kind) -> Row {
                 "bad-config",
                 Hint::Of(|e| match e {
                     Error::BadConfig(c) => Some(format!(
-                        "fix line {} of {} (the README lists the keys); nothing was done",
+                        "fix line {} of {} (docs/USAGE.md lists the keys); nothing was done",
                         c.line,
                         c.path.display()
                     )),
@@ -314,7 +314,7 @@ pub fn row(kind: Kind) -> Row {
             }),
             ..text(
                 "bad-setting",
-                "unset the variable or set it to a value the README's settings allow; nothing was done",
+                "unset the variable or set it to a value docs/USAGE.md's settings allow; nothing was done",
             )
         },
         E::NoSuchScan => text(
