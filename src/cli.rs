@@ -14,20 +14,24 @@ const GLOBAL: &str = "Global options";
 const EXIT_CODES: &str = "\
 Exit codes:
   0  done
-  1  error (the message says what, and a hint what to do)
-  2  usage: a flag, argument or session is missing or wrong
+  1  error (the message says what, and a hint what to do); a --session that
+     does not exist is one
+  2  usage: a flag or argument is missing or wrong, an agent's command names
+     no session, or the config file does not parse
   3  refused: a file changed since the session wrote it, a symbolic link stands
      where it goes back, or it is in an unrelated workspace; nothing was touched";
 
 /// A safety net under every file an AI coding agent edits.
 ///
-/// Agents write through turnback (`turnback write`, `turnback rm`), which backs each
-/// file up first; people undo from any shell (`turnback undo`, `turnback revert
-/// FILE`, `turnback rewind MESSAGE`), while the agent runs or after.
+/// Take back what an agent did, from any shell, while it runs or after:
+/// `turnback undo` (its last change), `turnback rewind` (back to an earlier
+/// prompt), `turnback revert FILE` (one file), `turnback log` (what it did).
+/// Protect an agent once with `turnback install claude-code` (or codex,
+/// gemini, cursor); `turnback doctor` checks it.
 #[derive(Debug, Parser)]
 #[command(name = "turnback", version, about, long_about, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
-    /// The store home [default: ~/.local/state/turnback]
+    /// The store home [default: $XDG_STATE_HOME/turnback, else ~/.local/state/turnback]
     #[arg(long, global = true, env = "TURNBACK_HOME", value_name = "DIR", help_heading = GLOBAL)]
     pub home: Option<PathBuf>,
     /// The session [default for undo, rewind, log, diff, show, turns, status: the newest one with changes here; for revert: the one that changed the file last; for redo: the one whose undo was last]

@@ -14,7 +14,8 @@ use crate::json as shapes;
 
 /// Exit code of an error.
 pub const EXIT_ERROR: u8 = 1;
-/// Exit code of a usage error: a flag, argument or session missing or wrong.
+/// Exit code of a usage error: a flag or argument missing or wrong, no
+/// session given to an agent's command, a config file that does not parse.
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code of a refusal: a file changed since, or is in an unrelated
 /// workspace; nothing was touched.
@@ -297,7 +298,7 @@ pub fn row(kind: Kind) -> Row {
                 "bad-config",
                 Hint::Of(|e| match e {
                     Error::BadConfig(c) => Some(format!(
-                        "fix line {} of {} (the README lists the keys); nothing was done",
+                        "fix line {} of {} (docs/USAGE.md lists the keys); nothing was done",
                         c.line,
                         c.path.display()
                     )),
@@ -313,7 +314,7 @@ pub fn row(kind: Kind) -> Row {
             }),
             ..text(
                 "bad-setting",
-                "unset the variable or set it to a value the README's settings allow; nothing was done",
+                "unset the variable or set it to a value docs/USAGE.md's settings allow; nothing was done",
             )
         },
         E::NoSuchScan => text(

@@ -720,6 +720,34 @@ fn help() {
         &undo.block(),
     );
 
+    // It opens with what a person does, not with the plumbing: the first
+    // paragraph names undo, rewind, revert, log and install, and the first
+    // commands listed are the ones that take changes back.
+    let opening = top.stdout.split("\nUsage:").next().unwrap();
+    let opening = opening.split_whitespace().collect::<Vec<_>>().join(" ");
+    for c in ["undo", "rewind", "revert", "log", "install"] {
+        assert!(opening.contains(&format!("turnback {c}")), "{opening}");
+    }
+    assert!(!opening.contains("turnback write"), "{opening}");
+    let first = top.stdout.split("\nCommands:\n").nth(1).unwrap();
+    assert!(first.starts_with("  undo "), "{first}");
+
+    // A default that is a setting reads as its value and the setting's name,
+    // not as if the name were the value.
+    let prune = tb(&env, "prune --help").run().expect(0);
+    let words = prune
+        .stdout
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        words.contains("[default: 20, or the keep_sessions setting]")
+            && words.contains("[default: 30, or the keep_days setting]")
+            && !words.contains("[default: keep_"),
+        "{}",
+        prune.block()
+    );
+
     // Every subcommand the top-level help lists (for people, then the agent
     // plumbing) has an example.
     let listed = |heading: &str| -> Vec<String> {
@@ -763,6 +791,13 @@ fn demo() {
     let env = Env::new();
     let ran = tb(&env, "demo").run().expect(0);
     assert!(ran.stderr.is_empty(), "{}", ran.block());
+    // It ends on what a person does next (protect an agent), not on the
+    // plumbing agents run.
+    let next = ran.stdout.rsplit("\n\n").next().unwrap();
+    assert!(
+        next.contains("turnback install") && !next.contains("turnback write"),
+        "{next}"
+    );
     let mut s = settings(&env);
     s.set_description("`turnback demo`, from start to end.");
     let tmp = std::env::temp_dir();

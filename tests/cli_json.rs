@@ -300,6 +300,43 @@ fn write_prints_the_entry_it_recorded() {
 }
 
 #[test]
+fn a_write_of_the_bytes_the_file_holds_records_nothing_and_says_so() {
+    let env = Env::new();
+    put(&env, "sub/a.txt", b"same\n");
+    let before = tree_digest(env.ws.path());
+    let v = json_ok(
+        &env,
+        Some("agent-1"),
+        &["write", "sub/a.txt", "--message", "call-1"],
+        Some(b"same\n"),
+    );
+    assert_eq!(
+        v,
+        json!({ "session": "agent-1", "entry": null, "path": "sub/a.txt" })
+    );
+    assert_eq!(tree_digest(env.ws.path()), before, "nothing touched");
+    // Nothing to undo, and the text says so.
+    let r = run(
+        &env,
+        Some("agent-1"),
+        &["write", "sub/a.txt"],
+        Some(b"same\n"),
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(r.stdout.contains("unchanged"), "{}", r.stdout);
+    let log = json_ok(&env, Some("agent-1"), &["log"], None);
+    assert_eq!(log["entries"], json!([]), "{log}");
+    // Other bytes are a change, as ever.
+    let v = json_ok(
+        &env,
+        Some("agent-1"),
+        &["write", "sub/a.txt"],
+        Some(b"new\n"),
+    );
+    assert_eq!(v["entry"]["seq"], 1);
+}
+
+#[test]
 fn rm_prints_the_entry_with_an_absent_after() {
     let env = Env::new();
     let ws = canonical(&env);

@@ -1,5 +1,6 @@
-//! The examples of `README.md` and `docs/JSON.md`, run for real: the docs
-//! cannot drift from the binary unnoticed.
+//! The examples of `README.md`, `docs/USAGE.md`, `docs/DEVELOPING.md` and
+//! `docs/JSON.md`, run for real: the docs cannot drift from the binary
+//! unnoticed.
 //!
 //! Both files are read at test time. Every fenced example is extracted:
 //!
@@ -267,6 +268,13 @@ const CONSOLE: &[Console] = &[
         block: r"$ printf 'pub fn answer() -> u32 {\n    42\n}\n' | turnback write src/lib.rs --message call-1 --json",
         session: AGENT,
         setup: &[FILES],
+        shows: Shows::Own,
+    },
+    Console {
+        file: JSON_MD,
+        block: r"$ printf 'pub fn answer() -> u32 {\n    42\n}\n' | turnback write src/lib.rs --message call-5 --json   # the same bytes again",
+        session: AGENT,
+        setup: &[FILES, WRITE],
         shows: Shows::Own,
     },
     Console {
@@ -896,9 +904,27 @@ enum Dir {
     Home,
     /// `~/src/my-project`, the workspace of the README's examples.
     Project,
+    /// `~/src/my-app`, the project of the README's quick start.
+    App,
 }
 
 const README: &str = "README.md";
+/// The reference the README's longer examples moved to, and the
+/// contributor's guide: their shell examples continue the README's story.
+const USAGE: &str = "docs/USAGE.md";
+const DEVELOPING: &str = "docs/DEVELOPING.md";
+/// The files whose shell examples [`SHELL`] lists, in the story's order.
+const SHELL_FILES: [&str; 3] = [README, USAGE, DEVELOPING];
+
+/// Every `sh` block of [`SHELL_FILES`], in order.
+fn shell_blocks() -> Vec<String> {
+    SHELL_FILES
+        .iter()
+        .flat_map(|f| blocks(&read_doc(f)))
+        .filter(|b| b.info == "sh")
+        .map(|b| b.text.trim_end().to_owned())
+        .collect()
+}
 
 /// The scratch `HOME` the README's examples run in.
 struct ReadmeHome {
@@ -908,6 +934,10 @@ struct ReadmeHome {
 impl ReadmeHome {
     fn project(&self) -> PathBuf {
         self.home.path().join("src/my-project")
+    }
+
+    fn app(&self) -> PathBuf {
+        self.home.path().join("src/my-app")
     }
 
     /// `turnback --json ARGS` there, which must succeed; its output.
@@ -939,6 +969,34 @@ printf '[package]\\nname = \"my-project\"\\nedition = \"2021\"\\n' > Cargo.toml"
 
 /// The agent of the README's examples (as its first example exports it).
 const README_AGENT: Option<&str> = Some("conv-2026-11-30-a");
+
+/// After the quick start's install: Claude Code's hooks are in the
+/// project's settings, and doctor said it works.
+fn readme_quick_start_installed(h: &ReadmeHome, r: &Run) {
+    let settings = std::fs::read_to_string(h.app().join(".claude/settings.local.json")).unwrap();
+    assert!(settings.contains("\"claude-code\""), "{settings}");
+    assert!(
+        r.stdout.trim_end().ends_with("protection: working"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// The agent of the quick start: one prompt, two edits of a new file, as
+/// Claude Code's hooks would record them (a session named by its id).
+const QUICK_START_AGENT: &str = "export TURNBACK_SESSION=4f2a9c1e-claude
+turnback turn --prompt 'add a greeting' >/dev/null
+printf 'hello\\n' | turnback write hello.txt --message toolu_01
+printf 'hello, world\\n' | turnback write hello.txt --message toolu_02";
+
+/// After the quick start's five commands: log and diff showed the agent's
+/// work, undo took the second edit back, redo put it back, and the rewind
+/// to the first prompt left the project as it was before the agent.
+fn readme_quick_start_took_it_back(h: &ReadmeHome, r: &Run) {
+    assert!(r.stdout.contains("hello.txt"), "{}", r.stdout);
+    assert!(r.stdout.contains("1 file changed"), "{}", r.stdout);
+    assert!(!h.app().join("hello.txt").exists());
+}
 
 /// The messages of the entries the README's agent example leaves.
 fn readme_agent_wrote(h: &ReadmeHome, _: &Run) {
@@ -996,13 +1054,37 @@ const SHELL: &[Shell] = &[
         },
     },
     Shell {
+        block: "cd ~/src/my-app
+turnback install claude-code    # or: turnback install codex, turnback install gemini
+turnback doctor                 # ends with \"protection: working\"",
+        run: ShellRun::Sh {
+            dir: Dir::Home,
+            session: None,
+            setup: &["mkdir -p src/my-app"],
+            check: readme_quick_start_installed,
+        },
+    },
+    Shell {
+        block: "turnback log                    # what the agent changed, by prompt and tool call
+turnback diff --stat            # each file it changed, against its first backup
+turnback undo                   # take its last change back
+turnback redo                   # no: put it back
+turnback rewind --turn 1        # every file as it was when your first prompt began",
+        run: ShellRun::Sh {
+            dir: Dir::App,
+            session: None,
+            setup: &[QUICK_START_AGENT],
+            check: readme_quick_start_took_it_back,
+        },
+    },
+    Shell {
         block: "export TURNBACK_SESSION=conv-2026-11-30-a     # the agent's conversation id
 cd ~/src/my-project                           # the workspace (or --workspace DIR)
 
 # The agent's write tool: new contents on standard input.
 printf 'pub fn answer() -> u32 { 42 }\\n' | turnback write src/lib.rs --message call-1
 # Say what you send, and a producer cut short writes nothing (exit code 1).
-printf 'pub fn answer() -> u32 { 42 }\\n' | turnback write src/lib.rs --message call-1 --expect-size 30
+printf 'pub fn answer() -> u32 { 43 }\\n' | turnback write src/lib.rs --message call-1 --expect-size 30
 # Its delete tool.
 turnback rm scratch.txt --message call-2
 # A tool that edits in place: checkpoint, edit, then commit (or roll back).
@@ -1051,14 +1133,14 @@ cd fuzz && TMPDIR=/dev/shm RUSTC_BOOTSTRAP=1 cargo fuzz run operations -- -max_t
 
 #[test]
 fn every_shell_example_of_the_readme_is_in_the_table_and_no_other() {
-    let found: Vec<String> = blocks(&read_doc(README))
-        .into_iter()
-        .filter(|b| b.info == "sh")
-        .map(|b| b.text.trim_end().to_owned())
-        .collect();
+    let found = shell_blocks();
     let known: Vec<String> = SHELL.iter().map(|s| s.block.to_owned()).collect();
-    same_examples("README.md shell examples", &found, &known);
-    assert_eq!(found, known, "the table lists them in the README's order");
+    same_examples(
+        "README.md, USAGE.md, DEVELOPING.md shell examples",
+        &found,
+        &known,
+    );
+    assert_eq!(found, known, "the table lists them in the docs' order");
 }
 
 /// Every shell example of `README.md`, in order, in one scratch home (they tell
@@ -1068,11 +1150,7 @@ fn every_shell_example_of_the_readme_runs_as_written() {
     let h = ReadmeHome {
         home: tempfile::tempdir().unwrap(),
     };
-    let readme = read_doc(README);
-    let present: BTreeSet<String> = blocks(&readme)
-        .into_iter()
-        .map(|b| b.text.trim_end().to_owned())
-        .collect();
+    let present: BTreeSet<String> = shell_blocks().into_iter().collect();
     for s in SHELL.iter().filter(|s| present.contains(s.block)) {
         let first = s.block.lines().next().unwrap_or_default();
         match &s.run {
@@ -1093,6 +1171,7 @@ fn every_shell_example_of_the_readme_runs_as_written() {
                 let dir = match dir {
                     Dir::Home => h.home.path().to_owned(),
                     Dir::Project => h.project(),
+                    Dir::App => h.app(),
                 };
                 let prepare = |c: &mut Command| {
                     h.prepare(c);
@@ -1658,4 +1737,52 @@ fn the_manual_page_is_one_page_with_every_command_and_variable() {
         );
     }
     assert!(!text.contains("turnback-write(1)"), "{text}");
+}
+
+/// Every command the README names in prose or a table (`` `turnback undo` ``,
+/// `` `turnback rewind --turn N` ``) exists, with the flags it shows: the
+/// quick start's blocks run above, and this holds the rest of the first
+/// page (the table of everyday commands, the agents, troubleshooting).
+#[test]
+fn every_command_and_flag_the_readme_names_exists() {
+    let readme = read_doc(README);
+    let mut named: BTreeSet<(String, Vec<String>)> = BTreeSet::new();
+    for quoted in readme.split('`').skip(1).step_by(2) {
+        let Some(rest) = quoted.strip_prefix("turnback ") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let Some(command) = words.next() else {
+            continue;
+        };
+        if !command.chars().all(|c| c.is_ascii_lowercase()) {
+            continue;
+        }
+        let flags = words
+            .filter(|w| w.starts_with("--"))
+            .map(str::to_owned)
+            .collect();
+        named.insert((command.to_owned(), flags));
+    }
+    assert!(named.len() >= 15, "{named:?}");
+    let home = tempfile::tempdir().unwrap();
+    let mut problems = Vec::new();
+    for (command, flags) in &named {
+        let r = sh(
+            home.path(),
+            &format!("turnback {command} --help"),
+            true,
+            |_| {},
+        );
+        if r.code() != 0 {
+            problems.push(format!("`turnback {command}`: {}", r.stderr));
+            continue;
+        }
+        for f in flags {
+            if !r.stdout.contains(f.as_str()) {
+                problems.push(format!("`turnback {command}` has no {f}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -501,6 +501,68 @@ fn a_crash_after_the_entry_and_before_its_backup_is_durable_loses_nothing() {
     check_after_crash(&env, s, &start, "crash between the entry and its backup");
 }
 
+/// The environment of [`library_write_in_a_child`]: the store home, the
+/// workspace, then the file and its new contents.
+const CHILD_WRITE: [&str; 4] = [
+    "TURNBACK_FP_HOME",
+    "TURNBACK_FP_WS",
+    "TURNBACK_FP_FILE",
+    "TURNBACK_FP_CONTENTS",
+];
+
+/// Not a test: the process [`crash_writing_through_the_library`] runs, a
+/// `Session::write` (which records an entry even for the bytes the file
+/// holds, unlike `turnback write`) under the crash points of `FAILPOINTS`.
+#[test]
+#[ignore = "run by crash_writing_through_the_library, in a process of its own"]
+fn library_write_in_a_child() {
+    let Ok(home) = std::env::var(CHILD_WRITE[0]) else {
+        return;
+    };
+    let var = |i: usize| std::env::var(CHILD_WRITE[i]).unwrap();
+    let ws = turnback_store::Workspace::open(var(1)).unwrap();
+    let session = Store::new(home).session(SESSION).unwrap();
+    session.write(&ws, var(2), var(3).as_bytes(), "m1").unwrap();
+}
+
+/// `Session::write(file, contents)` in `env`, in a process of its own with
+/// `failpoints`: true when it crashed.
+fn crash_writing_through_the_library(
+    env: &Env,
+    file: &str,
+    contents: &str,
+    failpoints: &str,
+) -> bool {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "failpoints::library_write_in_a_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_WRITE[0], env.home.path())
+        .env(CHILD_WRITE[1], env.ws.path())
+        .env(CHILD_WRITE[2], file)
+        .env(CHILD_WRITE[3], contents)
+        .env("FAILPOINTS", failpoints)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    match out.status.signal() {
+        Some(6) => true,
+        Some(sig) => panic!("{failpoints}: killed by signal {sig}"),
+        None => {
+            assert!(
+                out.status.success(),
+                "{failpoints}: failed without crashing: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            false
+        }
+    }
+}
+
 /// The same window, for a write of the contents the file already holds (an
 /// agent writing a file back unchanged): the file is at "before" and at
 /// "after" both, so the file cannot tell whether the write happened. The
@@ -508,6 +570,10 @@ fn a_crash_after_the_entry_and_before_its_backup_is_durable_loses_nothing() {
 /// so with the backup still a temporary the write never happened and its
 /// entry must go. Kept, it named a backup that was never made: the retention
 /// test's "backups gone" with a writer SIGKILLed in this window.
+///
+/// `turnback write` records no entry for such a write (nothing to undo), so
+/// it never reaches the window: checked first. `Session::write` still records
+/// one, and is crashed there, in a process of its own.
 #[test]
 fn a_crash_before_the_backup_of_a_write_of_unchanged_contents_keeps_no_entry_naming_it() {
     const SAME: Scenario = Scenario {
@@ -520,12 +586,28 @@ fn a_crash_before_the_backup_of_a_write_of_unchanged_contents_keeps_no_entry_nam
         versions: &[("f.txt", &[Some(b"same contents\n")])],
     };
     let s = &SAME;
+    let failpoints = "blob-hashed=sleep(1000);journal-synced=return";
+    // The command line: no entry, so no journal line to crash after.
     let (env, start) = set_up(s);
     env.session(SESSION)
         .write(&env.workspace(), "other.txt", &b"other\n"[..], "m0")
         .unwrap();
-    let failpoints = "blob-hashed=sleep(1000);journal-synced=return";
-    assert!(crash(&env, s, failpoints), "did not crash at {failpoints}");
+    assert!(
+        !crash(&env, s, failpoints),
+        "turnback write recorded an entry"
+    );
+    assert_eq!(entry_paths(&env), ["other.txt"]);
+    check_after_crash(&env, s, &start, "turnback write of unchanged contents");
+
+    // The library, crashed in the window.
+    let (env, start) = set_up(s);
+    env.session(SESSION)
+        .write(&env.workspace(), "other.txt", &b"other\n"[..], "m0")
+        .unwrap();
+    assert!(
+        crash_writing_through_the_library(&env, "f.txt", "same contents\n", failpoints),
+        "did not crash at {failpoints}"
+    );
     let blobs = after_the_window(&env);
     let same = util::sha256_hex(b"same contents\n");
     assert!(

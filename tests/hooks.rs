@@ -702,6 +702,26 @@ fn an_event_over_64_mib_still_backs_up_its_file() {
 }
 
 #[test]
+fn a_write_of_the_same_bytes_through_the_hooks_records_nothing() {
+    let env = Env::new();
+    std::fs::write(env.path("hello.txt"), "hello\nworld\n").unwrap();
+    quiet_hook(&env, "claude-code", &claude(&env, "UserPromptSubmit"));
+    quiet_hook(&env, "claude-code", &claude(&env, "PreToolUse-Write"));
+    assert_eq!(open_entries(&env, CLAUDE_SESSION), ["hello.txt"]);
+    // The agent's Write tool puts back the bytes the file holds.
+    std::fs::write(env.path("hello.txt"), "hello\nworld\n").unwrap();
+    quiet_hook(&env, "claude-code", &claude(&env, "PostToolUse-Write"));
+    assert!(all_entries(&env, CLAUDE_SESSION).is_empty());
+    // A real change is still recorded.
+    quiet_hook(&env, "claude-code", &claude(&env, "PreToolUse-Edit"));
+    std::fs::write(env.path("hello.txt"), "hello\nthere\n").unwrap();
+    quiet_hook(&env, "claude-code", &claude(&env, "PostToolUse-Edit"));
+    let got = all_entries(&env, CLAUDE_SESSION);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].2, "committed");
+}
+
+#[test]
 fn parallel_post_tool_use_hooks_all_commit() {
     let env = Env::new();
     let n = 8;

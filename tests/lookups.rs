@@ -165,3 +165,29 @@ fn processes_writing_and_looking_up_at_once_agree_with_the_indexes() {
         records(&env)
     );
 }
+
+/// After `turnback run` and `undo`, the person's own session holds nothing in
+/// effect: a plain `log` (and `undo`, `diff`) means the agent's session,
+/// whose changes are still there, not the emptied one. Where no session has
+/// a change in effect, the last to take one back is still found (for `log`
+/// to show the gap, for `redo`).
+#[test]
+fn a_session_whose_changes_were_all_taken_back_does_not_hide_one_in_effect() {
+    let env = Env::new();
+    write(&env, "agent-a", "notes.txt", "by the agent\n", "a1");
+    let mut c = env.cmd(None);
+    c.args(["run", "--", "sh", "-c", "echo formatted > fmt.txt"]);
+    run_ok(c, b"", "turnback run");
+    // The undo takes back the newest change here: the person's command.
+    let out = using(&env, &["undo"], "");
+    assert!(!env.path("fmt.txt").exists(), "{}", stderr(&out));
+    using(&env, &["log"], "agent-a");
+    using(&env, &["diff"], "agent-a");
+    // The agent's change undone too: nothing in effect anywhere, so the
+    // last take-back is the session meant.
+    using(&env, &["undo"], "agent-a");
+    assert!(!env.path("notes.txt").exists());
+    using(&env, &["log"], "agent-a");
+    using(&env, &["redo"], "agent-a");
+    assert_eq!(read_text(env.path("notes.txt")), "by the agent\n");
+}

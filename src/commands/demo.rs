@@ -101,11 +101,14 @@ impl Report for Demo {
             &[],
         ));
         s += "   The workspace is exactly as it started: src/lib.rs and NOTES.md, nothing else.\n";
-        s += &format!("\n{}\n", out.paint(Role::Header, "On your own files:"));
-        s += "   export TURNBACK_SESSION=my-agent-1         # the agent's conversation id\n   \
-              printf 'new text\\n' | turnback write notes.txt --message call-1\n   \
-              turnback rm old.txt --message call-2\n   \
-              turnback log; turnback diff; turnback undo --dry-run; turnback undo\n   \
+        s += &format!(
+            "\n{}\n",
+            out.paint(Role::Header, "Next, on your own project:")
+        );
+        s += "   turnback install claude-code    # or codex, or gemini: its edits are backed up from now on\n   \
+              turnback doctor                 # check that it is protected\n   \
+              turnback log                    # after the agent's work: what it changed\n   \
+              turnback undo                   # take its last change back (turnback redo puts it back)\n   \
               Run `turnback --help` for every command, and see README.md.\n";
         s
     }

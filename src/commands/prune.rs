@@ -18,10 +18,10 @@ pub(crate) struct PruneArgs {
     /// Show what would be deleted, and why; delete nothing
     #[arg(long, short = 'n')]
     dry_run: bool,
-    /// Keep this many most recently changed sessions [default: keep_sessions]
+    /// Keep this many most recently changed sessions [default: 20, or the keep_sessions setting]
     #[arg(long, value_name = "N")]
     keep_sessions: Option<usize>,
-    /// Keep every session changed in this many days [default: keep_days]
+    /// Keep every session changed in this many days [default: 30, or the keep_days setting]
     #[arg(long, value_name = "DAYS")]
     keep_days: Option<u64>,
 }

@@ -3,12 +3,16 @@
 
 use std::path::Path;
 
+use serde_json::{Value, json};
 use turnback::errors::Kind;
+use turnback::output::{Out, Role};
+use turnback::text;
 use turnback_store::Expected;
 
 use crate::commands::CliError;
 use crate::commands::common::{EntryReport, FileArgs};
 use crate::context::Context;
+use crate::render::Report;
 use crate::sys::{self, StdinProblem};
 
 /// Replace FILE with standard input, backed up first (for agents)
@@ -36,7 +40,41 @@ fn parse_sha256(s: &str) -> Result<String, String> {
     }
 }
 
-pub(crate) fn run(ctx: &Context, w: &WriteArgs) -> Result<EntryReport, CliError> {
+/// What a write did: the entry it recorded, or nothing, because the file
+/// held those bytes already.
+pub(crate) enum Written {
+    /// A change, recorded.
+    Entry(Box<EntryReport>),
+    /// The same bytes: the file was not touched and no entry was recorded.
+    Same {
+        session: String,
+        /// The file, relative to its workspace.
+        path: String,
+    },
+}
+
+impl Report for Written {
+    fn json(&self) -> Option<Value> {
+        match self {
+            Written::Entry(r) => r.json(),
+            Written::Same { session, path } => {
+                Some(json!({ "session": session, "entry": null, "path": path }))
+            }
+        }
+    }
+
+    fn text(&self, out: &Out) -> String {
+        match self {
+            Written::Entry(r) => r.text(out),
+            Written::Same { path, .. } => format!(
+                "{}  unchanged (it holds these bytes already): nothing recorded\n",
+                out.paint(Role::Path, &text::escape(path))
+            ),
+        }
+    }
+}
+
+pub(crate) fn run(ctx: &Context, w: &WriteArgs) -> Result<Written, CliError> {
     // Before anything is opened: a closed or unreadable stdin, or a person's
     // terminal, must not become the file's contents.
     if let Some(problem) = sys::stdin_problem() {
@@ -51,7 +89,7 @@ pub(crate) fn write_from(
     ctx: &Context,
     w: &WriteArgs,
     contents: impl std::io::Read,
-) -> Result<EntryReport, CliError> {
+) -> Result<Written, CliError> {
     let args = &w.file;
     let session = ctx.agent_session()?;
     let ws = ctx.workspace()?;
@@ -59,17 +97,18 @@ pub(crate) fn write_from(
         size: w.expect_size,
         sha256: w.expect_sha256.clone(),
     };
-    let e = session.write_expecting(
-        &ws,
-        ctx.user_path(&args.file),
-        contents,
-        &args.message,
-        &expected,
-    )?;
-    Ok(EntryReport {
-        session: session.id().to_owned(),
-        entry: e,
-        prefix: "",
+    let file = ctx.user_path(&args.file);
+    let written = session.write_unless_same(&ws, &file, contents, &args.message, &expected)?;
+    Ok(match written {
+        Some(entry) => Written::Entry(Box::new(EntryReport {
+            session: session.id().to_owned(),
+            entry,
+            prefix: "",
+        })),
+        None => Written::Same {
+            session: session.id().to_owned(),
+            path: ws.resolve(&file)?,
+        },
     })
 }
 

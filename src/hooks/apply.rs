@@ -164,14 +164,24 @@ pub(crate) fn apply(store: &Store, ev: &HookEvent, writer_pid: u32) -> Outcome {
                     gone_while_writing(&session, &ws, paths, &mut out);
                 }
                 // Writes that reach the disk after this event: the next
-                // event settles the call's backups once they have.
+                // event settles the call's backups once they have. A call
+                // that left its file as it was (the same bytes written
+                // again) changed nothing: its checkpoint is dropped, as for a
+                // failed call, so that an undo never takes back nothing. Any
+                // other is committed.
                 let now = if ev.late_writes { &[][..] } else { &own[..] };
                 for e in now {
-                    match session.commit_marked(e.seq) {
+                    match session.settle_marked(e.seq) {
                         Ok(_) => {}
-                        // Committed meanwhile by a parallel hook of the same
-                        // session that settled it: recorded all the same.
-                        Err(err) if err.kind() == ErrorKind::AlreadyCommitted => {}
+                        // Settled meanwhile by a parallel hook of the same
+                        // session: committed (recorded all the same), or
+                        // dropped because the file was as it was (nothing to
+                        // record).
+                        Err(err)
+                            if matches!(
+                                err.kind(),
+                                ErrorKind::AlreadyCommitted | ErrorKind::NoSuchEntry
+                            ) => {}
                         Err(err) => {
                             let shown = shown(&ws, &e.absolute_path());
                             out.say(format!("{shown}: the change was NOT recorded: {err}"));

@@ -74,6 +74,15 @@ pub enum ChoiceReason {
     ChangedFile,
 }
 
+/// What [`Store::newest_under`] compares sessions by.
+#[derive(Debug, Clone, Copy)]
+enum Counted {
+    /// Their newest entries in effect.
+    InEffect,
+    /// Their newest undo, revert or rewind.
+    TakenBack,
+}
+
 impl Store {
     /// The ids of every session in the home, sorted.
     pub fn session_ids(&self) -> Result<Vec<String>> {
@@ -223,14 +232,21 @@ impl Store {
     }
 
     /// The session a person working in `dir` most likely means: the one whose
-    /// newest change to a file under `dir` (an entry in effect, or one an
-    /// undo, revert or rewind took back, which redo can put back) is the
-    /// newest of all, by its time or that revert's. A session whose workspace
-    /// merely contains `dir` (a parent directory) but changed nothing under it
-    /// is not one. What `turnback undo`, `rewind`, `log` and `diff` use when no
-    /// session is named. Sessions whose index cannot be read are skipped.
+    /// newest change still in effect to a file under `dir` is the newest of
+    /// all; where no session has a change in effect there, the one whose
+    /// undo, revert or rewind of such a file was the last (redo can put it
+    /// back). A session that took all its changes back does not hide another
+    /// whose changes are still there: after `turnback run` and `undo`, `log`
+    /// shows the agent's work, not the person's emptied session. A session
+    /// whose workspace merely contains `dir` (a parent directory) but changed
+    /// nothing under it is not one. What `turnback undo`, `rewind`, `log` and
+    /// `diff` use when no session is named. Sessions whose index cannot be
+    /// read are skipped.
     pub fn latest_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
-        self.newest_under(dir.as_ref(), true)
+        match self.newest_under(dir.as_ref(), Counted::InEffect)? {
+            Some(id) => Ok(Some(id)),
+            None => self.newest_under(dir.as_ref(), Counted::TakenBack),
+        }
     }
 
     /// The session whose newest undo, revert or rewind of a file under `dir`
@@ -238,21 +254,22 @@ impl Store {
     /// back when no session is named. Sessions whose index cannot be read are
     /// skipped.
     pub fn latest_redo_session_under(&self, dir: impl AsRef<Path>) -> Result<Option<String>> {
-        self.newest_under(dir.as_ref(), false)
+        self.newest_under(dir.as_ref(), Counted::TakenBack)
     }
 
-    /// The session whose newest undo, revert or rewind of a file under `dir`
-    /// (and, with `changes`, whose newest entry in effect of one) is the
+    /// The session whose newest entry in effect of a file under `dir` (or
+    /// newest undo, revert or rewind of one: `counted` says which) is the
     /// newest of all; ties go to the larger id. From each session's summary:
     /// a root under `dir` (or `dir` itself) counts whole; only for `dir`
     /// inside a root are the files looked at, of the sessions that may have
     /// one under it, newest first, until none left can be newer.
-    fn newest_under(&self, dir: &Path, changes: bool) -> Result<Option<String>> {
+    fn newest_under(&self, dir: &Path, counted: Counted) -> Result<Option<String>> {
         let dir = key_of(dir);
         let ids = self.session_ids()?;
         let summaries = self.summaries();
-        let newest = |entry: Option<Newest>, taken: Option<OffsetDateTime>| {
-            entry.filter(|_| changes).map(|e| e.time).max(taken)
+        let newest = |entry: Option<Newest>, taken: Option<OffsetDateTime>| match counted {
+            Counted::InEffect => entry.map(|e| e.time),
+            Counted::TakenBack => taken,
         };
         let mut best: Option<(OffsetDateTime, String)> = None;
         let better = |best: &Option<(OffsetDateTime, String)>, t: OffsetDateTime, id: &str| {

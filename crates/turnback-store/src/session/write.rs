@@ -104,10 +104,44 @@ impl Session {
         &self,
         workspace: &Workspace,
         path: impl AsRef<Path>,
-        mut contents: impl Read,
+        contents: impl Read,
         message_id: &str,
         expected: &Expected,
     ) -> Result<Entry> {
+        let written = self.write_inner(workspace, path, contents, message_id, expected, false)?;
+        Ok(written.expect("a write that keeps the same bytes still records"))
+    }
+
+    /// [`Session::write_expecting`], except that contents the file already
+    /// holds (the same bytes, and its mode kept) change nothing: the file is
+    /// not touched and no entry is recorded (`Ok(None)`), so an undo never
+    /// takes back a write that did nothing. What `turnback write` does.
+    ///
+    /// The old contents are still streamed into a backup while the new ones
+    /// arrive (they are only known to be the same at the end); a backup no
+    /// entry names is deleted by the next prune, as for any failed write.
+    pub fn write_unless_same(
+        &self,
+        workspace: &Workspace,
+        path: impl AsRef<Path>,
+        contents: impl Read,
+        message_id: &str,
+        expected: &Expected,
+    ) -> Result<Option<Entry>> {
+        self.write_inner(workspace, path, contents, message_id, expected, true)
+    }
+
+    /// The write; with `skip_same`, contents equal to the file's record
+    /// nothing (`None`).
+    fn write_inner(
+        &self,
+        workspace: &Workspace,
+        path: impl AsRef<Path>,
+        mut contents: impl Read,
+        message_id: &str,
+        expected: &Expected,
+        skip_same: bool,
+    ) -> Result<Option<Entry>> {
         let rel = workspace.resolve_rel(path)?;
         self.store.refuse_inside(&rel.under(workspace.root()))?;
         let _lock = self.lock_file(workspace, &rel)?;
@@ -216,6 +250,11 @@ impl Session {
             let recorded = hashed_rx.recv().ok().map(|before| {
                 crate::crash::point("backup-known");
                 let (new, after) = prepared?;
+                // The file lock is held: the file is still at `before`, so
+                // leaving it alone leaves it exactly as asked.
+                if skip_same && early.is_none() && before.same_state(&after) {
+                    return Ok((new, None));
+                }
                 let in_flight = InFlight {
                     temp: Some(new.temp_name().to_owned()),
                 };
@@ -234,7 +273,7 @@ impl Session {
                         self.record(workspace, message_id, vec![draft])?.remove(0)
                     }
                 };
-                Ok((new, entry))
+                Ok((new, Some(entry)))
             });
             let backed_up = backup
                 .join()
@@ -242,12 +281,18 @@ impl Session {
             (recorded, backed_up)
         });
         let (new, entry) = match (recorded, backed_up) {
-            (Some(Ok(r)), Ok(_)) => r,
+            (Some(Ok((new, Some(entry)))), Ok(_)) => (new, entry),
+            (Some(Ok((new, None))), Ok(_)) => {
+                // The same bytes: the temporary goes, nothing is recorded.
+                drop(new);
+                drop(dir_lock);
+                return Ok(None);
+            }
             (recorded, backed_up) => {
                 // The file is untouched: the entries made for it go, with the
                 // directories this writer made. The backup's error comes first.
                 let mut seqs = early_seqs;
-                if let Some(Ok((_, e))) = &recorded {
+                if let Some(Ok((_, Some(e)))) = &recorded {
                     seqs.push(e.seq);
                 }
                 self.forget(workspace, &seqs, &parent.created, &mut dir_lock);
@@ -266,10 +311,10 @@ impl Session {
             return Err(failed.error);
         }
         self.land(&[entry.seq]);
-        Ok(Entry {
+        Ok(Some(Entry {
             in_flight: None,
             ..entry
-        })
+        }))
     }
 
     /// Completes an entry recorded before its new contents were known, and
@@ -466,100 +511,5 @@ impl Session {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::session::handle::tests::setup;
-
-    #[test]
-    fn write_records_before_and_after() {
-        let (_h, dir, s, ws) = setup();
-        std::fs::write(dir.path().join("a.txt"), "old").unwrap();
-        let e = s.write(&ws, "a.txt", &b"new!"[..], "m1").unwrap();
-        assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"new!");
-        assert_eq!(e.before.size, 3);
-        assert_eq!(e.after.as_ref().unwrap().size, 4);
-        assert!(e.in_flight.is_none());
-        let stored = s.entries().unwrap();
-        assert_eq!(stored, vec![e.clone()]);
-        let blob = s.blobs().path(e.before.sha256.as_deref().unwrap());
-        assert_eq!(std::fs::read(blob).unwrap(), b"old");
-    }
-
-    #[test]
-    fn versions_count_changes_per_file() {
-        let (_h, _d, s, ws) = setup();
-        s.write(&ws, "a", &b"1"[..], "m").unwrap();
-        s.write(&ws, "b", &b"1"[..], "m").unwrap();
-        let e = s.write(&ws, "a", &b"2"[..], "m").unwrap();
-        assert_eq!(e.version, 2);
-        assert_eq!(e.seq, 3);
-    }
-
-    #[test]
-    fn a_dead_writers_half_done_change_is_settled_by_the_next_one() {
-        let (_h, dir, s, ws) = setup();
-        std::fs::write(dir.path().join("f"), "before").unwrap();
-        // Entry recorded and temporary linked, then the writer "died".
-        let f = RelPath::new("f").unwrap();
-        let before = s.back_up(&ws, &f).unwrap();
-        let parent = ws.parent_of(&f, true).unwrap().unwrap();
-        let mut new = NewContents::create(&parent, 0o666).unwrap();
-        let (h, n) = new.fill(&mut &b"after"[..], Path::new("x")).unwrap();
-        new.seal(None).unwrap();
-        new.link().unwrap();
-        let temp = new.temp_name().to_owned();
-        std::mem::forget(new);
-        let after = FileState::present(h, n, 0o644);
-        let inflight = InFlight {
-            temp: Some(temp.clone()),
-        };
-        let draft = Draft {
-            rel: f,
-            before,
-            after: Some(after),
-            created_dirs: vec![],
-            in_flight: Some(inflight),
-        };
-        s.record(&ws, "m", vec![draft]).unwrap();
-        assert!(dir.path().join(&temp).exists());
-        // Any later change settles it: file at before, so the entry goes.
-        s.write(&ws, "g", &b"x"[..], "m2").unwrap();
-        let entries = s.entries().unwrap();
-        assert_eq!(
-            entries.iter().map(|e| e.path.as_str()).collect::<Vec<_>>(),
-            ["g"]
-        );
-        assert!(!dir.path().join(&temp).exists());
-        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"before");
-    }
-
-    #[test]
-    fn new_contents_that_fail_to_arrive_change_nothing() {
-        struct Broken;
-        impl Read for Broken {
-            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
-                Err(std::io::Error::other("pipe closed"))
-            }
-        }
-        let (_h, dir, s, ws) = setup();
-        std::fs::write(dir.path().join("kept"), "old").unwrap();
-        let err = s.write(&ws, "kept", Broken, "m").unwrap_err();
-        assert!(err.to_string().contains("pipe closed"), "{err}");
-        let err = s.write(&ws, "new/deep/f", Broken, "m").unwrap_err();
-        assert!(
-            matches!(&err, Error::Io { op: "read", .. }) && err.to_string().contains("pipe closed"),
-            "{err:?}"
-        );
-        assert!(s.entries().unwrap().is_empty());
-        assert_eq!(std::fs::read(dir.path().join("kept")).unwrap(), b"old");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(
-            names,
-            vec![std::ffi::OsString::from("kept")],
-            "directories or temporaries left"
-        );
-    }
-}
+#[path = "write_tests.rs"]
+mod tests;

@@ -50,19 +50,16 @@ fn newest_by(store: &Store, when: impl Fn(&Index) -> Option<OffsetDateTime>) -> 
 }
 
 fn reference_under(store: &Store, dir: &Path) -> Option<String> {
+    // The newest change in effect; where no session has one, the newest
+    // take-back.
     newest_by(store, |idx| {
-        let in_effect = idx
-            .entries
+        idx.entries
             .iter()
             .filter(|e| e.absolute_path().starts_with(dir))
-            .map(|e| e.time);
-        let taken_back = idx
-            .history
-            .iter()
-            .filter(|r| touches_under(r, dir))
-            .map(|r| r.time);
-        in_effect.chain(taken_back).max()
+            .map(|e| e.time)
+            .max()
     })
+    .or_else(|| reference_redo_under(store, dir))
 }
 
 fn reference_redo_under(store: &Store, dir: &Path) -> Option<String> {
