@@ -23,12 +23,22 @@ struct Ui {
 impl Ui {
     /// Starts `turnback ui ARGS` in `env`'s workspace on an 80x24 terminal.
     fn start(env: &Env, args: &str) -> Ui {
+        Ui::start_with(env, &format!("{args} --color never"), None)
+    }
+
+    /// [`Ui::start`] with `args` as given (no `--color never`) and `NO_COLOR`
+    /// set to `no_color` if given.
+    fn start_with(env: &Env, args: &str, no_color: Option<&str>) -> Ui {
         let line = format!(
-            "stty rows {ROWS} cols {COLS}; exec {} ui {args} --color never",
+            "stty rows {ROWS} cols {COLS}; exec {} ui {args}",
             util::bin().display()
         );
-        let mut script = env
-            .command("script", None)
+        let mut cmd = env.command("script", None);
+        cmd.env_remove("NO_COLOR");
+        if let Some(v) = no_color {
+            cmd.env("NO_COLOR", v);
+        }
+        let mut script = cmd
             .args(["-qec", &line, "/dev/null"])
             .env("TERM", "xterm-256color")
             .stdin(Stdio::piped())
@@ -405,4 +415,49 @@ fn not_on_a_terminal_it_names_turnback_log() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("needs a terminal"), "{err}");
     assert!(err.contains("`turnback log`"), "{err}");
+}
+
+#[test]
+fn a_resize_draws_the_view_at_the_new_size() {
+    let env = two_sessions();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #2");
+    // The terminal made 70x20: the kernel tells the view (SIGWINCH).
+    let tty = std::fs::read_link(format!("/proc/{}/fd/0", ui.view_pid())).unwrap();
+    let stty = std::process::Command::new("stty")
+        .arg("-F")
+        .arg(&tty)
+        .args(["rows", "20", "cols", "70"])
+        .status()
+        .unwrap();
+    assert!(stty.success());
+    let s = ui.wait_until("the view at 70x20", |s| {
+        let lines: Vec<&str> = s.lines().collect();
+        lines.get(19).is_some_and(|l| l.contains("q quit"))
+            && lines[0].chars().count() == 70
+            && lines[18].starts_with('└')
+    });
+    assert!(s.contains("diff of #2"), "the selection kept:\n{s}");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}
+
+#[test]
+fn the_diff_is_coloured_unless_no_color_is_set() {
+    let env = two_sessions();
+    // crossterm's green and red (`38;5;2`, `38;5;1`) as the view writes them.
+    let coloured = |b: &[u8]| {
+        let t = String::from_utf8_lossy(b);
+        t.contains("\x1b[38;5;2") || t.contains("\x1b[38;5;1")
+    };
+    let mut ui = Ui::start_with(&env, "", None);
+    ui.wait_for("+second line");
+    assert!(coloured(&ui.bytes()), "colour on a terminal");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let mut ui = Ui::start_with(&env, "", Some("1"));
+    ui.wait_for("+second line");
+    assert!(!coloured(&ui.bytes()), "no colour with NO_COLOR");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
 }

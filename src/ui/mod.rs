@@ -2,6 +2,7 @@
 //! work, with a rewind one key away. Each part has one job; the loop
 //! (`run.rs`) ties them together.
 
+mod backend;
 mod data;
 mod diff_lines;
 mod draw;

@@ -2,19 +2,21 @@
 //! cursor; and put back as it was on quit, on an error, on a panic (a panic
 //! hook) and on SIGTERM or SIGHUP (noted, then the loop ends).
 
-use std::io::{Stdout, stdout};
+use std::io::stdout;
 
 use crossterm::cursor;
 use crossterm::execute;
 use crossterm::terminal::{
-    Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
+use super::backend::Quiet;
+
 /// The terminal, taken over; dropping it puts the terminal back.
 pub(crate) struct Screen {
-    pub term: Terminal<CrosstermBackend<Stdout>>,
+    pub term: Terminal<Quiet>,
 }
 
 impl Screen {
@@ -27,17 +29,16 @@ impl Screen {
         }));
         crate::sys::note_termination();
         enable_raw_mode()?;
-        let term = Terminal::new(CrosstermBackend::new(stdout())).inspect_err(|_| leave())?;
+        let term =
+            Terminal::new(Quiet(CrosstermBackend::new(stdout()))).inspect_err(|_| leave())?;
         // From here on a failure puts the terminal back (drop).
         let mut screen = Screen { term };
-        // Cleared by hand: `Terminal::clear` asks the terminal where its
-        // cursor is, which a terminal may not answer.
         execute!(
-            screen.term.backend_mut(),
+            screen.term.backend_mut().0,
             EnterAlternateScreen,
-            cursor::Hide,
-            Clear(ClearType::All)
+            cursor::Hide
         )?;
+        screen.term.clear()?;
         Ok(screen)
     }
 }
