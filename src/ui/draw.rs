@@ -126,7 +126,7 @@ fn timeline(f: &mut Frame, app: &mut App, area: Rect) {
     };
     let list = if items.is_empty() {
         List::new([ListItem::new(
-            "no change here yet: agents' changes appear as they are made",
+            "nothing yet: changes appear here as agents make them",
         )])
     } else {
         List::new(items)
@@ -219,4 +219,85 @@ fn dialog(f: &mut Frame, app: &App, area: Rect) {
             .block(Block::new().borders(Borders::ALL).title(title)),
         r,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::ui::state::App;
+    use crate::ui::timeline::Row;
+
+    fn app() -> App {
+        let mut app = App::new(false);
+        let row = |kind, turn, text: &str| Row {
+            kind,
+            turn,
+            text: text.into(),
+        };
+        app.set_rows(
+            vec![
+                row(RowKind::Gap, 0, "… 4 older changes evicted by the caps"),
+                row(RowKind::Turn(1), 1, "turn 1 \"make it binary\"  just now"),
+                row(RowKind::Message, 1, " $ cargo build  just now"),
+                row(RowKind::Entry(5), 1, "  #5   logo.png  created, 7 bytes"),
+            ],
+            None,
+        );
+        app.set_diff(
+            vec![
+                Line::raw("logo.png  created"),
+                Line::raw("binary file: 0 -> 7 bytes"),
+            ],
+            true,
+        );
+        app
+    }
+
+    fn text(term: &Terminal<TestBackend>) -> String {
+        let buf = term.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_panes_and_the_keys_fit_80x24_and_160x48() {
+        for (w, h) in [(80, 24), (160, 48)] {
+            let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+            let mut app = app();
+            term.draw(|f| draw(f, &mut app)).unwrap();
+            let s = text(&term);
+            for shown in [
+                "4 older changes evicted",
+                "$ cargo build",
+                "#5   logo.png",
+                "diff of #5",
+                "binary file: 0 -> 7 bytes",
+                FOOTER,
+            ] {
+                assert!(s.contains(shown), "{w}x{h} shows {shown:?}:\n{s}");
+            }
+            app.dialog = Some(Dialog::Help);
+            term.draw(|f| draw(f, &mut app)).unwrap();
+            assert!(text(&term).contains("these keys"));
+        }
+    }
+
+    #[test]
+    fn a_tiny_terminal_draws_without_a_panic() {
+        for (w, h) in [(1, 1), (10, 3), (20, 5), (80, 4)] {
+            let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+            let mut app = app();
+            app.dialog = Some(Dialog::Help);
+            term.draw(|f| draw(f, &mut app)).unwrap();
+        }
+    }
 }

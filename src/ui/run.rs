@@ -17,6 +17,9 @@ use super::state::{App, Dialog, Effect};
 use super::terminal::Screen;
 use super::timeline::{self, Target};
 
+/// How often the timeline's "how long ago" is brought up to date.
+const AGES: Duration = Duration::from_secs(1);
+
 /// Runs the view until the person quits (or a SIGTERM comes).
 pub(crate) fn run(ctx: &Context) -> Result<(), CliError> {
     let mut view = View {
@@ -49,6 +52,7 @@ struct View<'a> {
 impl View<'_> {
     fn run(&mut self, screen: &mut Screen) -> std::io::Result<()> {
         let mut looked = Instant::now();
+        let mut aged = Instant::now();
         loop {
             if crate::sys::terminated() {
                 return Ok(());
@@ -80,7 +84,10 @@ impl View<'_> {
             }
             if looked.elapsed() >= live::EVERY {
                 looked = Instant::now();
-                self.reload(false);
+                if !self.reload(false) && aged.elapsed() >= AGES {
+                    self.refresh_rows();
+                    aged = Instant::now();
+                }
             } else if idle {
                 self.count_files();
             }
@@ -88,12 +95,12 @@ impl View<'_> {
     }
 
     /// Reads the store again if it changed (or `always`), keeping what is
-    /// selected.
-    fn reload(&mut self, always: bool) {
+    /// selected; true if it did.
+    fn reload(&mut self, always: bool) -> bool {
         let home = self.ctx.store.home();
         let stamp = live::stamp(home, self.app.sessions.iter().map(|s| s.id.as_str()));
         if !always && stamp == self.stamp {
-            return;
+            return false;
         }
         match data::sessions(self.ctx) {
             Ok(list) => self.app.set_sessions(list),
@@ -104,6 +111,17 @@ impl View<'_> {
         let keep = self.app.target();
         let same = self.history.as_ref().map(|h| h.session.id()) == self.app.session();
         self.load_session(if same { keep } else { None });
+        true
+    }
+
+    /// The timeline's rows made again from the history read, so that how
+    /// long ago each thing happened stays true; the selection kept.
+    fn refresh_rows(&mut self) {
+        if let Some(h) = &self.history {
+            let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref());
+            let keep = self.app.target();
+            self.app.set_rows(rows, keep);
+        }
     }
 
     /// Reads the selected session's history and shows it, selecting `keep`

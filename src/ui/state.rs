@@ -257,3 +257,122 @@ impl App {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyEvent};
+
+    use super::*;
+    use crate::ui::timeline::RowKind;
+
+    fn row(kind: RowKind, turn: u32) -> Row {
+        Row {
+            kind,
+            turn,
+            text: String::new(),
+        }
+    }
+
+    /// Turn 1 with #1, turn 2 with #2 and #3, a message line before each run.
+    fn rows() -> Vec<Row> {
+        vec![
+            row(RowKind::Gap, 0),
+            row(RowKind::Turn(1), 1),
+            row(RowKind::Message, 1),
+            row(RowKind::Entry(1), 1),
+            row(RowKind::Turn(2), 2),
+            row(RowKind::Message, 2),
+            row(RowKind::Entry(2), 2),
+            row(RowKind::Entry(3), 2),
+        ]
+    }
+
+    fn press(app: &mut App, c: char) -> Effect {
+        app.key(KeyEvent::from(KeyCode::Char(c)))
+    }
+
+    #[test]
+    fn it_opens_on_the_newest_entry_and_moves_over_turns_and_entries_only() {
+        let mut app = App::new(false);
+        app.set_rows(rows(), None);
+        assert_eq!(app.target(), Some(Target::Entry(3, 2)));
+        assert_eq!(press(&mut app, 'k'), Effect::SelectionChanged);
+        assert_eq!(press(&mut app, 'k'), Effect::SelectionChanged);
+        assert_eq!(app.target(), Some(Target::Turn(2)));
+        press(&mut app, 'k');
+        assert_eq!(app.target(), Some(Target::Entry(1, 1)));
+        press(&mut app, 'k');
+        press(&mut app, 'k');
+        assert_eq!(
+            app.target(),
+            Some(Target::Turn(1)),
+            "the gap is not selectable"
+        );
+        assert_eq!(press(&mut app, 'j'), Effect::SelectionChanged);
+        assert_eq!(app.target(), Some(Target::Entry(1, 1)));
+    }
+
+    #[test]
+    fn new_rows_keep_the_selection_where_it_was() {
+        let mut app = App::new(false);
+        app.set_rows(rows(), None);
+        press(&mut app, 'k');
+        assert_eq!(app.target(), Some(Target::Entry(2, 2)));
+        let mut more = rows();
+        more.push(row(RowKind::Entry(4), 2));
+        app.set_rows(more, app.target());
+        assert_eq!(app.target(), Some(Target::Entry(2, 2)));
+    }
+
+    #[test]
+    fn u_asks_first_and_only_y_restores() {
+        let mut app = App::new(false);
+        app.set_rows(rows(), None);
+        let target = Target::Entry(3, 2);
+        assert_eq!(
+            press(&mut app, 'u'),
+            Effect::Plan {
+                target,
+                force: false
+            }
+        );
+        let confirm = |refused| Dialog::Confirm {
+            target,
+            force: false,
+            text: String::new(),
+            refused,
+        };
+        app.dialog = Some(confirm(0));
+        assert_eq!(press(&mut app, 'f'), Effect::Nothing, "nothing to force");
+        assert_eq!(press(&mut app, 'x'), Effect::Nothing);
+        assert!(app.dialog.is_some(), "another key leaves the question open");
+        assert_eq!(press(&mut app, 'n'), Effect::Nothing);
+        assert!(app.dialog.is_none());
+        app.dialog = Some(confirm(1));
+        assert_eq!(
+            press(&mut app, 'f'),
+            Effect::Plan {
+                target,
+                force: true
+            },
+            "f plans again, forced: still to be confirmed"
+        );
+        app.dialog = Some(confirm(0));
+        assert_eq!(
+            press(&mut app, 'y'),
+            Effect::Apply {
+                target,
+                force: false
+            }
+        );
+    }
+
+    #[test]
+    fn q_quits_but_closes_a_dialog_first() {
+        let mut app = App::new(false);
+        app.dialog = Some(Dialog::Help);
+        assert_eq!(press(&mut app, 'q'), Effect::Nothing);
+        assert!(app.dialog.is_none());
+        assert_eq!(press(&mut app, 'q'), Effect::Quit);
+    }
+}
