@@ -102,12 +102,14 @@ impl View<'_> {
         if !always && stamp == self.stamp {
             return false;
         }
+        // The stamp taken before reading: a change made while the store is
+        // read is seen at the next look, not lost. (A session new in the
+        // list makes the next stamp differ once: one read more.)
+        self.stamp = stamp;
         match data::sessions(self.ctx) {
             Ok(list) => self.app.set_sessions(list),
             Err(e) => self.app.status = Some(e.message().to_owned()),
         }
-        // Stamped after reading, with the sessions now listed.
-        self.stamp = live::stamp(home, self.app.sessions.iter().map(|s| s.id.as_str()));
         let keep = self.app.target();
         let same = self.history.as_ref().map(|h| h.session.id()) == self.app.session();
         self.load_session(if same { keep } else { None });
