@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use turnback::errors::Kind;
-use turnback_store::{ChoiceReason, ErrorKind, Session, SessionChoice, Settings, Store, Workspace};
+use turnback_store::{
+    ChoiceReason, ErrorKind, Session, SessionChoice, SessionSummary, Settings, Store, Workspace,
+};
 
 use crate::cli::Cli;
 use crate::commands::CliError;
@@ -141,8 +143,18 @@ impl Context {
         if let Some(id) = &self.session {
             return Ok(vec![self.open(id)?]);
         }
+        self.workspace_summaries()?
+            .iter()
+            .map(|s| self.open(&s.id))
+            .collect()
+    }
+
+    /// The summaries of the sessions [`Context::workspace_sessions`] opens
+    /// (without a named session), oldest change first: what `ui` lists.
+    pub(crate) fn workspace_summaries(&self) -> Result<Vec<SessionSummary>, CliError> {
         let ws = self.workspace()?;
-        self.store
+        Ok(self
+            .store
             .sessions()?
             .into_iter()
             .filter(|s| {
@@ -150,8 +162,13 @@ impl Context {
                     .iter()
                     .any(|w| w.starts_with(ws.root()) || ws.root().starts_with(w))
             })
-            .map(|s| self.open(&s.id))
-            .collect()
+            .collect())
+    }
+
+    /// The existing session `id`, confined to the command's workspace, as
+    /// every command that restores opens it.
+    pub(crate) fn open_session(&self, id: &str) -> Result<Session, CliError> {
+        self.open(id)
     }
 
     /// The session an agent names (flag or environment): required.

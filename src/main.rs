@@ -11,6 +11,7 @@ mod pager;
 mod render;
 mod serve;
 mod sys;
+mod ui;
 
 use std::process::ExitCode;
 

@@ -250,6 +250,33 @@ impl Drop for InterruptsIgnored {
     }
 }
 
+/// Set by SIGTERM (and SIGHUP) once [`note_termination`] is called.
+static TERMINATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// For `ui`: SIGTERM and SIGHUP no longer end the process at once but are
+/// noted ([`terminated`]), so that the full-screen view puts the terminal
+/// back before it exits. The handler only stores to an atomic, which is
+/// async-signal-safe.
+pub(crate) fn note_termination() {
+    #[cfg(unix)]
+    {
+        extern "C" fn noted(_: libc::c_int) {
+            TERMINATED.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let handler: extern "C" fn(libc::c_int) = noted;
+        // SAFETY: the handler only stores to an atomic.
+        unsafe {
+            libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+            libc::signal(libc::SIGHUP, handler as libc::sighandler_t);
+        }
+    }
+}
+
+/// True once a signal [`note_termination`] watches for has come.
+pub(crate) fn terminated() -> bool {
+    TERMINATED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Makes `cmd`'s process start with SIGINT and SIGQUIT at their defaults
 /// (an ignored signal stays ignored across `exec`).
 pub(crate) fn default_signals_in_child(cmd: &mut std::process::Command) {

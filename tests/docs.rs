@@ -1332,6 +1332,7 @@ fn architecture_md_names_every_module() {
         ("src/commands", "src/"),
         ("src/hooks", "src/"),
         ("src/install", "src/"),
+        ("src/ui", "src/"),
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = e.unwrap().path();

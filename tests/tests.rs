@@ -24,6 +24,8 @@ mod cli_errors;
 mod turns;
 // What needs a terminal: the rewind picker under a pseudo-terminal, and the example agent.
 mod interactive;
+// `turnback ui`, the full-screen timeline, driven in a real pseudo-terminal.
+mod ui;
 // Crash injection: the binary aborted after every durable step, then recovery checked.
 mod failpoints;
 // One test per bad input docs/RELIABILITY.md lists (section 6): its documented error, nothing lost.

@@ -32,6 +32,7 @@ mod show;
 mod status;
 mod turn;
 mod turns;
+mod ui;
 mod undo;
 mod write;
 
@@ -67,6 +68,7 @@ pub(crate) enum Command {
     Show(show::ShowArgs),
     Turns(turns::TurnsArgs),
     Blame(blame::BlameArgs),
+    Ui(ui::UiArgs),
     Status(status::StatusArgs),
     Run(run::RunArgs),
     Install(install::InstallArgs),
@@ -187,6 +189,10 @@ fn dispatch(
         _ => {}
     }
     let ctx = ctx.insert(Context::new(cli, render)?);
+    // The full-screen view is a person's, never a request of `serve`.
+    if let Command::Ui(args) = &cli.command {
+        return ui::run(ctx, args).map(boxed);
+    }
     in_context(ctx, &cli.command)
 }
 
@@ -224,7 +230,8 @@ pub(crate) fn in_context(ctx: &Context, command: &Command) -> Result<Box<dyn Rep
         | Command::Uninstall(_)
         | Command::Doctor(_)
         | Command::Serve(_)
-        | Command::Mcp(_) => {
+        | Command::Mcp(_)
+        | Command::Ui(_) => {
             unreachable!("run above")
         }
     }

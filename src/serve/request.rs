@@ -14,8 +14,9 @@ use crate::commands::CliError;
 /// The commands a request may not name: the servers themselves; `hook`,
 /// which speaks an agent's hook protocol on its own standard input; and
 /// `run`, whose command would share the server's standard input and output
-/// (a client brackets its own command with `checkpoint --scan` and `commit`).
-const NOT_OVER_SERVE: [&str; 5] = ["serve", "mcp", "help", "hook", "run"];
+/// (a client brackets its own command with `checkpoint --scan` and `commit`);
+/// and `ui`, a person's full-screen view of a terminal.
+const NOT_OVER_SERVE: [&str; 6] = ["serve", "mcp", "help", "hook", "run", "ui"];
 
 /// A request, checked: every field of the right type, no unknown field.
 #[derive(Debug)]

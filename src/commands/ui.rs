@@ -1,0 +1,25 @@
+//! `ui`: the full-screen timeline of the workspace (`src/ui/`), live while
+//! agents work, with a rewind one key away. Only on a terminal.
+
+use crate::commands::CliError;
+use crate::context::Context;
+use crate::render::Text;
+
+/// Browse the sessions here full-screen, live: entries by turn, diffs, rewind by key
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Keys: arrows or j/k move, Tab switches pane, d shows the entry's or its whole turn's diff,\nu rewinds to just before the selected entry or turn (dry run first, then y/n; f forces),\n? lists the keys, q quits.\n\nExample:\n  turnback ui --workspace ~/src/my-project"
+)]
+pub(crate) struct UiArgs {}
+
+/// Runs the view until the person quits; it prints nothing after.
+pub(crate) fn run(ctx: &Context, _: &UiArgs) -> Result<Text, CliError> {
+    if !ctx.render.can_ask() {
+        return Err(CliError::usage(
+            "`turnback ui` needs a terminal: standard input and output must be one (and no --json)",
+            "`turnback log` prints the same history as text (`--all`: every session here, `--json`: for a program)",
+        ));
+    }
+    crate::ui::run(ctx)?;
+    Ok(Text(String::new()))
+}

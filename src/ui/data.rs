@@ -1,0 +1,145 @@
+//! What the screen shows, read through the store's API as the other
+//! commands read it (`log`, `turns`, `diff`, `rewind`): the workspace's
+//! sessions, one session's history, a diff, a rewind planned or done.
+
+use std::collections::BTreeSet;
+
+use time::OffsetDateTime;
+use turnback::output::Out;
+use turnback::text;
+use turnback_store::{Entry, Evicted, FileDiff, RevertOptions, RevertReport, Session, Turn};
+
+use crate::commands::CliError;
+use crate::context::Context;
+
+use super::timeline::Target;
+
+/// A session of the sessions pane.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionRow {
+    pub id: String,
+    pub last_change: Option<OffsetDateTime>,
+    /// Entries in effect.
+    pub entries: usize,
+    /// Files its entries changed, once its history has been read.
+    pub files: Option<usize>,
+    /// Why it could not be read, if it could not.
+    pub problem: Option<String>,
+}
+
+/// The sessions that changed the workspace (or the one `--session` names),
+/// newest change first.
+pub(crate) fn sessions(ctx: &Context) -> Result<Vec<SessionRow>, CliError> {
+    let mut list: Vec<SessionRow> = match ctx.named_session() {
+        Some(id) => {
+            let s = ctx.open_session(id)?;
+            let entries = s.entries()?;
+            vec![SessionRow {
+                id: id.to_owned(),
+                last_change: entries.last().map(|e| e.time),
+                files: Some(files(&entries)),
+                entries: entries.len(),
+                problem: None,
+            }]
+        }
+        None => ctx
+            .workspace_summaries()?
+            .into_iter()
+            .map(|s| SessionRow {
+                id: s.id,
+                last_change: s.last_change,
+                entries: s.entries,
+                files: None,
+                problem: s.problem.map(|e| e.to_string()),
+            })
+            .collect(),
+    };
+    list.sort_by(|a, b| b.last_change.cmp(&a.last_change).then(a.id.cmp(&b.id)));
+    Ok(list)
+}
+
+/// How many files `entries` changed.
+pub(crate) fn files(entries: &[Entry]) -> usize {
+    entries
+        .iter()
+        .map(|e| (&e.workspace.path, &e.path))
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// One session's history, read once per change of the store.
+pub(crate) struct History {
+    pub session: Session,
+    pub entries: Vec<Entry>,
+    pub turns: Vec<Turn>,
+    pub gap: Option<Evicted>,
+}
+
+/// Reads session `id`'s history.
+pub(crate) fn history(ctx: &Context, id: &str) -> Result<History, CliError> {
+    let session = ctx.open_session(id)?;
+    Ok(History {
+        entries: session.entries()?,
+        turns: session.turn_bounds()?,
+        gap: session.evicted()?,
+        session,
+    })
+}
+
+/// What a diff pane shows: the target's files, and those whose contents
+/// after it are not kept.
+pub(crate) type Diff = (Vec<FileDiff>, Vec<String>);
+
+/// What `target` did (`whole_turn`: its whole turn), as `turnback diff '#N'`
+/// or `turnback diff --turn N` shows it.
+pub(crate) fn diff(h: &History, target: Target, whole_turn: bool) -> Result<Diff, CliError> {
+    let seqs: Vec<u64> = match target {
+        Target::Entry(seq, _) if !whole_turn => vec![seq],
+        Target::Entry(_, turn) | Target::Turn(turn) => h
+            .entries
+            .iter()
+            .filter(|e| e.turn == turn)
+            .map(|e| e.seq)
+            .collect(),
+    };
+    if seqs.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    Ok(h.session.entries_diff(&seqs)?)
+}
+
+/// A rewind to just before `target` (an entry, or the start of a turn), a
+/// dry run or done, as `turnback rewind '#N'` and `--turn N` do it.
+pub(crate) fn rewind(
+    session: &Session,
+    target: Target,
+    force: bool,
+    dry_run: bool,
+) -> Result<RevertReport, CliError> {
+    let opts = RevertOptions { force, dry_run };
+    Ok(match target {
+        Target::Entry(seq, _) => session.rewind_to_entry(seq, opts)?,
+        Target::Turn(n) => session.rewind_to_turn(n, opts)?,
+    })
+}
+
+/// What a rewind to `target` is called.
+pub(crate) fn rewind_name(target: Target) -> String {
+    match target {
+        Target::Entry(seq, _) => format!("rewind to before #{seq}"),
+        Target::Turn(n) => format!("rewind to the start of turn {n}"),
+    }
+}
+
+/// A rewind's report as the command line words it, without colour (the
+/// dialog colours it line by line).
+pub(crate) fn report_text(what: &str, r: &RevertReport) -> String {
+    let mut t = text::revert(&Out { color: false }, what, r, &[]);
+    for f in &r.evicted {
+        t.push_str(&format!(
+            "left {} as it is: the session's caps evicted the changes it would need\n",
+            text::escape_path(f)
+        ));
+    }
+    t
+}

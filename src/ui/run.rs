@@ -1,0 +1,250 @@
+//! The loop: draw, wait for a key or a resize (at most [`live::EVERY`]), do
+//! what the key asks, look whether the store changed and read it again if
+//! so, keeping the selection; fill in the sessions' file counts while idle.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, Event, KeyEventKind};
+
+use crate::commands::CliError;
+use crate::context::Context;
+
+use super::data::{self, History};
+use super::diff_lines;
+use super::draw;
+use super::live::{self, Stamp};
+use super::state::{App, Dialog, Effect};
+use super::terminal::Screen;
+use super::timeline::{self, Target};
+
+/// How often the timeline's "how long ago" is brought up to date.
+const AGES: Duration = Duration::from_secs(1);
+
+/// Runs the view until the person quits (or a SIGTERM comes).
+pub(crate) fn run(ctx: &Context) -> Result<(), CliError> {
+    let mut view = View {
+        ctx,
+        app: App::new(ctx.render.style().color),
+        history: None,
+        stamp: Stamp::default(),
+        shown: None,
+    };
+    view.reload(true);
+    let mut screen = Screen::enter().map_err(io_error)?;
+    view.run(&mut screen).map_err(io_error)
+}
+
+fn io_error(e: std::io::Error) -> CliError {
+    CliError::new(format!("could not talk to the terminal: {e}"), None)
+}
+
+struct View<'a> {
+    ctx: &'a Context,
+    app: App,
+    /// The selected session's history.
+    history: Option<History>,
+    /// The store as last read.
+    stamp: Stamp,
+    /// The selection and scope the diff pane shows.
+    shown: Option<(String, Target, bool)>,
+}
+
+impl View<'_> {
+    fn run(&mut self, screen: &mut Screen) -> std::io::Result<()> {
+        let mut looked = Instant::now();
+        let mut aged = Instant::now();
+        loop {
+            if crate::sys::terminated() {
+                return Ok(());
+            }
+            screen.term.draw(|f| draw::draw(f, &mut self.app))?;
+            let idle = self
+                .app
+                .sessions
+                .iter()
+                .any(|s| s.files.is_none() && s.problem.is_none());
+            let wait = if idle {
+                Duration::from_millis(5)
+            } else {
+                live::EVERY.saturating_sub(looked.elapsed())
+            };
+            if event::poll(wait)? {
+                match event::read()? {
+                    Event::Key(k) if k.kind != KeyEventKind::Release => {
+                        let effect = self.app.key(k);
+                        if effect == Effect::Quit {
+                            return Ok(());
+                        }
+                        self.apply(effect);
+                    }
+                    // The next draw fits the new size.
+                    _ => {}
+                }
+                continue;
+            }
+            if looked.elapsed() >= live::EVERY {
+                looked = Instant::now();
+                if !self.reload(false) && aged.elapsed() >= AGES {
+                    self.refresh_rows();
+                    aged = Instant::now();
+                }
+            } else if idle {
+                self.count_files();
+            }
+        }
+    }
+
+    /// Reads the store again if it changed (or `always`), keeping what is
+    /// selected; true if it did.
+    fn reload(&mut self, always: bool) -> bool {
+        let home = self.ctx.store.home();
+        let stamp = live::stamp(home, self.app.sessions.iter().map(|s| s.id.as_str()));
+        if !always && stamp == self.stamp {
+            return false;
+        }
+        // The stamp taken before reading: a change made while the store is
+        // read is seen at the next look, not lost. (A session new in the
+        // list makes the next stamp differ once: one read more.)
+        self.stamp = stamp;
+        match data::sessions(self.ctx) {
+            Ok(list) => self.app.set_sessions(list),
+            Err(e) => self.app.status = Some(e.message().to_owned()),
+        }
+        let keep = self.app.target();
+        let same = self.history.as_ref().map(|h| h.session.id()) == self.app.session();
+        self.load_session(if same { keep } else { None });
+        true
+    }
+
+    /// The timeline's rows made again from the history read, so that how
+    /// long ago each thing happened stays true; the selection kept.
+    fn refresh_rows(&mut self) {
+        if let Some(h) = &self.history {
+            let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref());
+            let keep = self.app.target();
+            self.app.set_rows(rows, keep);
+        }
+    }
+
+    /// Reads the selected session's history and shows it, selecting `keep`
+    /// if it is still there.
+    fn load_session(&mut self, keep: Option<Target>) {
+        self.history = None;
+        let rows = match self.app.session().map(|id| data::history(self.ctx, id)) {
+            Some(Ok(h)) => {
+                let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref());
+                let files = data::files(&h.entries);
+                if let Some(s) = self
+                    .app
+                    .sessions
+                    .iter_mut()
+                    .find(|s| s.id == h.session.id())
+                {
+                    s.files = Some(files);
+                }
+                self.history = Some(h);
+                rows
+            }
+            Some(Err(e)) => {
+                self.app.status = Some(e.message().to_owned());
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        self.app.set_rows(rows, keep);
+        self.show_diff(true);
+    }
+
+    /// Reads the diff of the selection (again, with `again`: the store
+    /// changed), unless it is the one shown.
+    fn show_diff(&mut self, again: bool) {
+        let Some(h) = &self.history else {
+            self.app.set_diff(Vec::new(), true);
+            self.shown = None;
+            return;
+        };
+        let Some(target) = self.app.target() else {
+            self.app.set_diff(Vec::new(), true);
+            self.shown = None;
+            return;
+        };
+        let key = (h.session.id().to_owned(), target, self.app.whole_turn);
+        let fresh = self.shown.as_ref() != Some(&key);
+        if !fresh && !again {
+            return;
+        }
+        let lines = match data::diff(h, target, self.app.whole_turn) {
+            Ok((files, not_kept)) => diff_lines::lines(&files, &not_kept, self.app.color),
+            Err(e) => vec![ratatui::text::Line::raw(e.message().to_owned())],
+        };
+        self.app.set_diff(lines, fresh);
+        self.shown = Some(key);
+    }
+
+    /// Reads one session's history, whose files the sessions pane does not
+    /// count yet.
+    fn count_files(&mut self) {
+        let Some(s) = self
+            .app
+            .sessions
+            .iter_mut()
+            .find(|s| s.files.is_none() && s.problem.is_none())
+        else {
+            return;
+        };
+        match data::history(self.ctx, &s.id) {
+            Ok(h) => s.files = Some(data::files(&h.entries)),
+            Err(e) => s.problem = Some(e.message().to_owned()),
+        }
+    }
+
+    fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::Nothing | Effect::Quit => {}
+            Effect::SessionChanged => self.load_session(None),
+            Effect::SelectionChanged => self.show_diff(false),
+            Effect::Plan { target, force } => self.plan(target, force),
+            Effect::Apply { target, force } => {
+                self.restore(target, force);
+                self.reload(true);
+            }
+        }
+    }
+
+    /// A rewind's dry run, in the dialog that asks.
+    fn plan(&mut self, target: Target, force: bool) {
+        let Some(h) = &self.history else {
+            return;
+        };
+        let what = data::rewind_name(target);
+        self.app.dialog = Some(match data::rewind(&h.session, target, force, true) {
+            Ok(r) if r.files.is_empty() => Dialog::Message {
+                title: what,
+                text: "nothing to restore: the files are as they were then".into(),
+            },
+            Ok(r) => Dialog::Confirm {
+                target,
+                force,
+                refused: r.files.iter().filter(|f| f.status.is_conflict()).count(),
+                text: data::report_text(&what, &r),
+            },
+            Err(e) => Dialog::Message {
+                title: what,
+                text: e.text(),
+            },
+        });
+    }
+
+    /// The rewind the person confirmed, and what it did.
+    fn restore(&mut self, target: Target, force: bool) {
+        let Some(h) = &self.history else {
+            return;
+        };
+        let what = data::rewind_name(target);
+        let text = match data::rewind(&h.session, target, force, false) {
+            Ok(r) => data::report_text(&what, &r),
+            Err(e) => e.text(),
+        };
+        self.app.dialog = Some(Dialog::Message { title: what, text });
+    }
+}
