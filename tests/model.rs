@@ -468,7 +468,7 @@ fn a_write_crashed_at_each_of_its_points_leaves_what_the_model_predicts() {
         for op in &setup {
             model = model.apply(op);
         }
-        for pick in 0..model.crash_points(path).len() {
+        for pick in 0..model.crash_points(path, data).len() {
             let (point, crashed) = model.crash(path, data, pick as u8);
             let mut ops = setup.clone();
             ops.extend([

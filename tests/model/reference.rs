@@ -1107,8 +1107,22 @@ impl Model {
     /// first pass), with what a crash there leaves. Only points whose place
     /// relative to the entry's record is certain: the backup thread's later
     /// points run while the entry is recorded, in either order.
-    pub fn crash_points(&self, path: &str) -> Vec<(&'static str, Crashed)> {
+    /// A write of the contents the file already holds (`data`) records
+    /// nothing: it stops once it knows the backup's name, so it passes only
+    /// the points before that, where a crash leaves nothing either.
+    pub fn crash_points(&self, path: &str, data: &str) -> Vec<(&'static str, Crashed)> {
         use Crashed::*;
+        let unchanged = self
+            .files
+            .get(path)
+            .is_some_and(|(bytes, _)| bytes == data.as_bytes());
+        if unchanged {
+            return vec![
+                ("blob-written", Nothing),
+                ("ws-tmp-written", Nothing),
+                ("ws-tmp-synced", Nothing),
+            ];
+        }
         let missing = !self.missing_dirs(path).is_empty();
         let mut points = Vec::new();
         if self.files.contains_key(path) {
@@ -1142,20 +1156,8 @@ impl Model {
     /// The crash point `pick` resolves to for a write of `data` to `path`,
     /// and what a crash there leaves.
     pub fn crash(&self, path: &str, data: &str, pick: u8) -> (&'static str, Crashed) {
-        let points = self.crash_points(path);
-        let (point, crashed) = points[pick as usize % points.len()];
-        // New contents the file already has: recovery finds the file at
-        // "before" (and "after"), so the entry goes wherever the kill
-        // landed once it was recorded (`settle_in_flight`: nothing changed,
-        // and its backup may never have been made).
-        let unchanged = self
-            .files
-            .get(path)
-            .is_some_and(|(bytes, _)| bytes == data.as_bytes());
-        match crashed {
-            Crashed::Written if unchanged => (point, Crashed::SeqUsed),
-            other => (point, other),
-        }
+        let points = self.crash_points(path, data);
+        points[pick as usize % points.len()]
     }
 
     /// Applies `op`: the model's state changes and `expect` says what the
