@@ -78,3 +78,5 @@ mod lookups;
 mod shell_losses;
 // Hook lines that must never block their agent by accident: empty variables, unreadable lines.
 mod hook_lines;
+// Power loss: the store and the workspace on a FUSE filesystem that forgets what was never synced.
+mod powerloss;

@@ -270,6 +270,15 @@ impl Loaded {
         let n = self.last_n + 1;
         let mut line = serde_json::to_vec(&Line { n, ops }).expect("ops always serialize");
         line.push(b'\n');
+        // A journal this line creates gets its name synced below: a later
+        // line's fdatasync makes that line durable only once the file's name
+        // is (strict POSIX: an fsync of a file does not sync its directory
+        // entry). Found by tests/powerloss.rs: two writes in a row, the
+        // first creating the journal with a line that may be lost, the
+        // second's synced line then lost with the whole file after a power
+        // cut, its file replaced all the same.
+        let created = std::fs::symlink_metadata(jpath)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
         let mut f = trust::open(
             crate::sys::store_file_options().create(true).append(true),
             jpath,
@@ -292,6 +301,12 @@ impl Loaded {
         if durability == Durability::Full {
             f.sync_data().map_err(Error::io("sync", &jpath))?;
             crate::crash::point("journal-synced");
+        }
+        if created {
+            let dir = jpath
+                .parent()
+                .expect("the journal is in the session's directory");
+            crate::sys::fsync_dir_path(dir).map_err(Error::io("sync directory", dir))?;
         }
         let meta = f.metadata().map_err(Error::io("read", &jpath))?;
         self.journal = Some(FileId::of(&meta));
