@@ -78,3 +78,5 @@ mod lookups;
 mod shell_losses;
 // Hook lines that must never block their agent by accident: empty variables, unreadable lines.
 mod hook_lines;
+// The byte cap bounds the disk: backups on disk after every write, and writers killed under the cap.
+mod disk_cap;
