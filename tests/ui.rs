@@ -461,3 +461,35 @@ fn the_diff_is_coloured_unless_no_color_is_set() {
     ui.press("q");
     assert_eq!(ui.exit_code(), 0);
 }
+
+/// `two_sessions`, and then `agent` created `b.txt` (#3).
+fn three_entries() -> Env {
+    let env = two_sessions();
+    let s = env.session("agent");
+    s.write(&env.workspace(), "b.txt", &b"bee\n"[..], "call-3")
+        .unwrap();
+    env
+}
+
+#[test]
+fn r_reverts_only_the_selected_entrys_file() {
+    let env = three_entries();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #3");
+    ui.press("k");
+    ui.wait_for("diff of #2");
+    ui.press("r");
+    let s = ui.wait_for("Restore? y yes, n no");
+    assert!(s.contains("revert (dry run"), "{s}");
+    assert!(s.contains("revert a.txt to before #2"), "{s}");
+    assert!(!s.contains("b.txt: "), "b.txt is not in the plan:\n{s}");
+    ui.press("y");
+    ui.wait_for("a.txt: restored (11 bytes)");
+    assert_eq!(util::read(env.path("a.txt")), b"first line\n");
+    assert_eq!(util::read(env.path("b.txt")), b"bee\n", "left alone");
+    ui.press("x");
+    let s = ui.wait_for("#3   b.txt");
+    assert!(!s.contains("#2   a.txt"), "{s}");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}

@@ -26,6 +26,8 @@ d            diff of the entry, or of its whole turn
 u            rewind to just before the selected entry or turn:
              shows what changes first, then y restores, n does not,
              f forces the files changed since (as --force)
+r            revert the selected entry's file to before that entry
+             (the same dry run, y, n and f)
 ?            these keys
 q  Esc       quit (any key closes this box)";
 
@@ -162,10 +164,10 @@ fn dialog(f: &mut Frame, app: &App, area: Rect) {
     let (title, body, ask): (String, &str, Option<String>) = match d {
         Dialog::Help => (" keys ".into(), HELP, None),
         Dialog::Confirm {
+            action,
             text,
             refused,
             force,
-            ..
         } => {
             let ask = if *refused > 0 && !*force {
                 format!(
@@ -177,7 +179,7 @@ fn dialog(f: &mut Frame, app: &App, area: Rect) {
                 "Restore? y yes, n no".to_owned()
             };
             (
-                " rewind (dry run, nothing touched yet) ".into(),
+                format!(" {} (dry run, nothing touched yet) ", action.word()),
                 text.as_str(),
                 Some(ask),
             )

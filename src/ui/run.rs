@@ -13,7 +13,7 @@ use super::data::{self, History};
 use super::diff_lines;
 use super::draw;
 use super::live::{self, Stamp};
-use super::state::{App, Dialog, Effect};
+use super::state::{Action, App, Dialog, Effect};
 use super::terminal::Screen;
 use super::timeline::{self, Target};
 
@@ -203,27 +203,27 @@ impl View<'_> {
             Effect::Nothing | Effect::Quit => {}
             Effect::SessionChanged => self.load_session(None),
             Effect::SelectionChanged => self.show_diff(false),
-            Effect::Plan { target, force } => self.plan(target, force),
-            Effect::Apply { target, force } => {
-                self.restore(target, force);
+            Effect::Plan { action, force } => self.plan(action, force),
+            Effect::Apply { action, force } => {
+                self.restore(action, force);
                 self.reload(true);
             }
         }
     }
 
-    /// A rewind's dry run, in the dialog that asks.
-    fn plan(&mut self, target: Target, force: bool) {
+    /// A restore's dry run, in the dialog that asks.
+    fn plan(&mut self, action: Action, force: bool) {
         let Some(h) = &self.history else {
             return;
         };
-        let what = data::rewind_name(target);
-        self.app.dialog = Some(match data::rewind(&h.session, target, force, true) {
+        let what = data::action_name(action, &h.entries);
+        self.app.dialog = Some(match data::restore(&h.session, action, force, true) {
             Ok(r) if r.files.is_empty() => Dialog::Message {
                 title: what,
                 text: "nothing to restore: the files are as they were then".into(),
             },
             Ok(r) => Dialog::Confirm {
-                target,
+                action,
                 force,
                 refused: r.files.iter().filter(|f| f.status.is_conflict()).count(),
                 text: data::report_text(&what, &r),
@@ -235,13 +235,13 @@ impl View<'_> {
         });
     }
 
-    /// The rewind the person confirmed, and what it did.
-    fn restore(&mut self, target: Target, force: bool) {
+    /// The restore the person confirmed, and what it did.
+    fn restore(&mut self, action: Action, force: bool) {
         let Some(h) = &self.history else {
             return;
         };
-        let what = data::rewind_name(target);
-        let text = match data::rewind(&h.session, target, force, false) {
+        let what = data::action_name(action, &h.entries);
+        let text = match data::restore(&h.session, action, force, false) {
             Ok(r) => data::report_text(&what, &r),
             Err(e) => e.text(),
         };

@@ -22,16 +22,35 @@ pub(crate) enum Pane {
 pub(crate) enum Dialog {
     /// The keys.
     Help,
-    /// A rewind's dry run, waiting for `y` or `n` (`f`: again, forced).
+    /// A restore's dry run, waiting for `y` or `n` (`f`: again, forced).
     Confirm {
-        target: Target,
+        action: Action,
         force: bool,
         text: String,
         /// Files the rewind would refuse for (changed since).
         refused: usize,
     },
-    /// What a rewind did, or why it did nothing; any key closes it.
+    /// What a restore did, or why it did nothing; any key closes it.
     Message { title: String, text: String },
+}
+
+/// What a confirmed restore does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// `u`: rewind the session to just before a turn or an entry.
+    Rewind(Target),
+    /// `r`: revert one entry's file to how it was before that entry.
+    Revert(u64),
+}
+
+impl Action {
+    /// What the dialogs call it.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Action::Rewind(_) => "rewind",
+            Action::Revert(_) => "revert",
+        }
+    }
 }
 
 /// What the loop must do after a key.
@@ -43,14 +62,14 @@ pub(crate) enum Effect {
     SessionChanged,
     /// Another turn or entry, or the other scope of diff: read its diff.
     SelectionChanged,
-    /// Plan a rewind to before `target` (a dry run) and ask.
+    /// Plan `action` (a dry run) and ask.
     Plan {
-        target: Target,
+        action: Action,
         force: bool,
     },
-    /// Do the rewind the person confirmed.
+    /// Do the restore the person confirmed.
     Apply {
-        target: Target,
+        action: Action,
         force: bool,
     },
 }
@@ -152,14 +171,14 @@ impl App {
     fn dialog_key(&mut self, dialog: Dialog, code: KeyCode) -> Effect {
         match dialog {
             Dialog::Confirm {
-                target,
+                action,
                 force,
                 text,
                 refused,
             } => match code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => Effect::Apply { target, force },
+                KeyCode::Char('y') | KeyCode::Char('Y') => Effect::Apply { action, force },
                 KeyCode::Char('f') if refused > 0 && !force => Effect::Plan {
-                    target,
+                    action,
                     force: true,
                 },
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
@@ -168,7 +187,7 @@ impl App {
                 }
                 _ => {
                     self.dialog = Some(Dialog::Confirm {
-                        target,
+                        action,
                         force,
                         text,
                         refused,
@@ -209,9 +228,20 @@ impl App {
             }
             KeyCode::Char('u') => match self.target() {
                 Some(target) => Effect::Plan {
-                    target,
+                    action: Action::Rewind(target),
                     force: false,
                 },
+                None => Effect::Nothing,
+            },
+            KeyCode::Char('r') => match self.target() {
+                Some(Target::Entry(seq, _)) => Effect::Plan {
+                    action: Action::Revert(seq),
+                    force: false,
+                },
+                Some(Target::Turn(_)) => {
+                    self.status = Some("r reverts an entry's file: select an entry".into());
+                    Effect::Nothing
+                }
                 None => Effect::Nothing,
             },
             KeyCode::Up | KeyCode::Char('k') => self.move_by(-1),
@@ -328,16 +358,16 @@ mod tests {
     fn u_asks_first_and_only_y_restores() {
         let mut app = App::new(false);
         app.set_rows(rows(), None);
-        let target = Target::Entry(3, 2);
+        let target = Action::Rewind(Target::Entry(3, 2));
         assert_eq!(
             press(&mut app, 'u'),
             Effect::Plan {
-                target,
+                action: target,
                 force: false
             }
         );
         let confirm = |refused| Dialog::Confirm {
-            target,
+            action: target,
             force: false,
             text: String::new(),
             refused,
@@ -352,7 +382,7 @@ mod tests {
         assert_eq!(
             press(&mut app, 'f'),
             Effect::Plan {
-                target,
+                action: target,
                 force: true
             },
             "f plans again, forced: still to be confirmed"
@@ -361,10 +391,28 @@ mod tests {
         assert_eq!(
             press(&mut app, 'y'),
             Effect::Apply {
-                target,
+                action: target,
                 force: false
             }
         );
+    }
+
+    #[test]
+    fn r_reverts_the_selected_entrys_file_and_needs_an_entry() {
+        let mut app = App::new(false);
+        app.set_rows(rows(), None);
+        assert_eq!(
+            press(&mut app, 'r'),
+            Effect::Plan {
+                action: Action::Revert(3),
+                force: false
+            }
+        );
+        press(&mut app, 'k');
+        press(&mut app, 'k');
+        assert_eq!(app.target(), Some(Target::Turn(2)));
+        assert_eq!(press(&mut app, 'r'), Effect::Nothing);
+        assert!(app.status.as_deref().unwrap().contains("select an entry"));
     }
 
     #[test]
