@@ -493,3 +493,35 @@ fn r_reverts_only_the_selected_entrys_file() {
     ui.press("q");
     assert_eq!(ui.exit_code(), 0);
 }
+
+#[test]
+fn capital_r_redoes_what_u_took_back() {
+    let env = two_sessions();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("+second line");
+    ui.press("u");
+    ui.wait_for("Restore? y yes, n no");
+    ui.press("y");
+    ui.wait_for("a.txt: restored (11 bytes)");
+    ui.press("x");
+    ui.wait_for("diff of #1");
+    ui.press("R");
+    let s = ui.wait_for("Restore? y yes, n no");
+    assert!(s.contains("redo (dry run"), "{s}");
+    assert_eq!(
+        util::read(env.path("a.txt")),
+        b"first line\n",
+        "the dry run touched nothing"
+    );
+    ui.press("y");
+    ui.wait_for("restored (23 bytes)");
+    assert_eq!(util::read(env.path("a.txt")), b"first line\nsecond line\n");
+    ui.press("x");
+    ui.wait_for("#2   a.txt");
+    // Nothing left to redo: said, nothing asked.
+    ui.press("R");
+    ui.wait_for("any key closes");
+    ui.press("x");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}

@@ -111,7 +111,7 @@ pub(crate) fn diff(h: &History, target: Target, whole_turn: bool) -> Result<Diff
 
 /// `action`, a dry run or done, as the command line does it: a rewind to
 /// just before an entry or a turn as `turnback rewind '#N'` and `--turn N`,
-/// a revert of one entry's file to before it.
+/// a revert of one entry's file to before it, a redo as `turnback redo`.
 pub(crate) fn restore(
     session: &Session,
     action: Action,
@@ -123,6 +123,7 @@ pub(crate) fn restore(
         Action::Rewind(Target::Entry(seq, _)) => session.rewind_to_entry(seq, opts)?,
         Action::Rewind(Target::Turn(n)) => session.rewind_to_turn(n, opts)?,
         Action::Revert(seq) => session.revert_file_to_entry(seq, opts)?,
+        Action::Redo => session.redo(opts)?,
     })
 }
 
@@ -135,6 +136,7 @@ pub(crate) fn action_name(action: Action, entries: &[Entry]) -> String {
             Some(e) => format!("revert {} to before #{seq}", text::escape(&e.path)),
             None => format!("revert the file of #{seq} to before it"),
         },
+        Action::Redo => "redo".to_owned(),
     }
 }
 

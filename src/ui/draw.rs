@@ -28,6 +28,7 @@ u            rewind to just before the selected entry or turn:
              f forces the files changed since (as --force)
 r            revert the selected entry's file to before that entry
              (the same dry run, y, n and f)
+R            redo what the last u or r took back (the same dry run)
 ?            these keys
 q  Esc       quit (any key closes this box)";
 

@@ -41,6 +41,9 @@ pub(crate) enum Action {
     Rewind(Target),
     /// `r`: revert one entry's file to how it was before that entry.
     Revert(u64),
+    /// `R`: put back what the session's newest undo, revert or rewind took
+    /// (the command line's `redo`).
+    Redo,
 }
 
 impl Action {
@@ -49,6 +52,7 @@ impl Action {
         match self {
             Action::Rewind(_) => "rewind",
             Action::Revert(_) => "revert",
+            Action::Redo => "redo",
         }
     }
 }
@@ -233,6 +237,10 @@ impl App {
                 },
                 None => Effect::Nothing,
             },
+            KeyCode::Char('R') => Effect::Plan {
+                action: Action::Redo,
+                force: false,
+            },
             KeyCode::Char('r') => match self.target() {
                 Some(Target::Entry(seq, _)) => Effect::Plan {
                     action: Action::Revert(seq),
@@ -413,6 +421,14 @@ mod tests {
         assert_eq!(app.target(), Some(Target::Turn(2)));
         assert_eq!(press(&mut app, 'r'), Effect::Nothing);
         assert!(app.status.as_deref().unwrap().contains("select an entry"));
+        assert_eq!(
+            press(&mut app, 'R'),
+            Effect::Plan {
+                action: Action::Redo,
+                force: false
+            },
+            "R asks first too, wherever the selection is"
+        );
     }
 
     #[test]
