@@ -525,3 +525,44 @@ fn capital_r_redoes_what_u_took_back() {
     ui.press("q");
     assert_eq!(ui.exit_code(), 0);
 }
+
+#[test]
+fn enter_closes_a_turn_and_slash_finds_a_file_in_it() {
+    let env = three_entries();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #3");
+    // Up to turn 2 (over #2), which Enter closes.
+    ui.press("k");
+    ui.press("k");
+    ui.wait_for("diff of turn 2");
+    ui.press("\r");
+    ui.wait_until("turn 2's entries hidden", |s| {
+        !s.contains("#2   a.txt") && !s.contains("#3   b.txt")
+    });
+    ui.press("/");
+    ui.press("B.T");
+    let s = ui.wait_for("/B.T  (Enter");
+    assert!(!s.contains("#3   b.txt"), "{s}");
+    ui.press("\r");
+    let s = ui.wait_for("diff of #3");
+    assert!(s.contains("#2   a.txt"), "its turn opened:\n{s}");
+    assert!(s.contains("+bee"), "{s}");
+    ui.press("/");
+    ui.press("change");
+    ui.press("\r");
+    ui.wait_for("diff of turn 2");
+    // From turn 2, "a.txt" is #2 next; n goes round to #1.
+    ui.press("/");
+    ui.press("a.txt");
+    ui.press("\r");
+    ui.wait_for("diff of #2");
+    ui.press("n");
+    ui.wait_for("diff of #1");
+    ui.press("/");
+    ui.press("zz");
+    ui.press("\x1b");
+    let s = ui.wait_until("the search cancelled", |s| s.contains("q quit"));
+    assert!(s.contains("diff of #1"), "{s}");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}

@@ -8,7 +8,7 @@ use crate::render::Text;
 /// Browse the sessions here full-screen, live: entries by turn, diffs, rewind by key
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Keys: arrows or j/k move, Tab switches pane, d shows the entry's or its whole turn's diff,\nu rewinds to just before the selected entry or turn, r reverts the selected entry's file to before it,\nR redoes what the last u or r took back (dry run first, then y/n; f forces), ? lists the keys, q quits.\n\nExample:\n  turnback ui --workspace ~/src/my-project"
+    after_help = "Keys: arrows or j/k move, Tab switches pane, Enter hides or shows a turn's entries,\n/ searches prompts and file names (n: the next match), d shows the entry's or its whole turn's diff,\nu rewinds to just before the selected entry or turn, r reverts the selected entry's file to before it,\nR redoes what the last u or r took back (dry run first, then y/n; f forces), ? lists the keys, q quits.\n\nExample:\n  turnback ui --workspace ~/src/my-project"
 )]
 pub(crate) struct UiArgs {}
 

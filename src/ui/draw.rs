@@ -14,7 +14,8 @@ use super::state::{App, Dialog, Pane};
 use super::timeline::{RowKind, Target};
 
 /// The footer: the keys.
-pub(crate) const FOOTER: &str = "↑↓/jk move  Tab pane  d entry/turn  u rewind  ? keys  q quit";
+pub(crate) const FOOTER: &str =
+    "↑↓ Tab ⏎ open / find d diff u rewind r revert R redo ? keys q quit";
 
 /// What `?` shows.
 const HELP: &str = "\
@@ -22,6 +23,10 @@ const HELP: &str = "\
 PgUp PgDn    move by ten
 g G          first, last
 Tab          next pane (sessions, timeline, diff)
+Enter        on a turn: hide its entries, or show them again
+/            search the session's prompts and file names: type,
+             Enter goes to the next match, Esc cancels
+n            the next match again
 d            diff of the entry, or of its whole turn
 u            rewind to just before the selected entry or turn:
              shows what changes first, then y restores, n does not,
@@ -44,9 +49,10 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
     sessions(f, app, top);
     timeline(f, app, bottom);
     diff(f, app, right);
-    let foot = match &app.status {
-        Some(s) => format!("{s}  |  {FOOTER}"),
-        None => FOOTER.to_owned(),
+    let foot = match (&app.typing, &app.status) {
+        (Some(q), _) => format!("/{q}  (Enter: the next match, Esc: no search)"),
+        (None, Some(s)) => format!("{s}  |  {FOOTER}"),
+        (None, None) => FOOTER.to_owned(),
     };
     f.render_widget(Paragraph::new(foot).style(dim()), footer);
     dialog(f, app, body);
@@ -239,6 +245,7 @@ mod tests {
             kind,
             turn,
             text: text.into(),
+            find: String::new(),
         };
         app.set_rows(
             vec![
