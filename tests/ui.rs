@@ -566,3 +566,24 @@ fn enter_closes_a_turn_and_slash_finds_a_file_in_it() {
     ui.press("q");
     assert_eq!(ui.exit_code(), 0);
 }
+
+#[test]
+fn a_prompt_that_changed_nothing_appears_while_it_is_open() {
+    let env = two_sessions();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #2");
+    let out = util::run_ok(
+        {
+            let mut c = env.cmd(Some("agent"));
+            c.args(["turn", "--prompt", "just asking"]);
+            c
+        },
+        b"",
+        "a turn from another process",
+    );
+    assert!(out.status.success());
+    let s = ui.wait_for("turn 3 \"just asking\"");
+    assert!(s.contains("diff of #2"), "the selection stayed:\n{s}");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}
