@@ -29,6 +29,11 @@ impl Ui {
     /// [`Ui::start`] with `args` as given (no `--color never`) and `NO_COLOR`
     /// set to `no_color` if given.
     fn start_with(env: &Env, args: &str, no_color: Option<&str>) -> Ui {
+        Ui::start_env(env, args, no_color, &[])
+    }
+
+    /// [`Ui::start_with`] with the variables `vars` set too.
+    fn start_env(env: &Env, args: &str, no_color: Option<&str>, vars: &[(&str, &str)]) -> Ui {
         let line = format!(
             "stty rows {ROWS} cols {COLS}; exec {} ui {args}",
             util::bin().display()
@@ -38,6 +43,7 @@ impl Ui {
         if let Some(v) = no_color {
             cmd.env("NO_COLOR", v);
         }
+        cmd.envs(vars.iter().copied());
         let mut script = cmd
             .args(["-qec", &line, "/dev/null"])
             .env("TERM", "xterm-256color")
@@ -586,4 +592,68 @@ fn a_prompt_that_changed_nothing_appears_while_it_is_open() {
     assert!(s.contains("diff of #2"), "the selection stayed:\n{s}");
     ui.press("q");
     assert_eq!(ui.exit_code(), 0);
+}
+
+#[test]
+fn a_restore_runs_the_daily_prune_and_a_look_does_not() {
+    let env = two_sessions();
+    // A home without a stamp gets one at its first prune by itself.
+    let stamp = env.home.path().join("pruned-at");
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #2");
+    ui.press("u");
+    ui.wait_for("Restore? y yes, n no");
+    ui.press("n");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert!(!stamp.exists(), "nothing restored: no prune");
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #2");
+    ui.press("u");
+    ui.wait_for("Restore? y yes, n no");
+    ui.press("y");
+    ui.wait_for("a.txt: restored");
+    ui.press("x");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert!(
+        stamp.exists(),
+        "after a restore the daily prune ran, as after undo"
+    );
+}
+
+/// `TURNBACK_TEST_UI_PANIC` (honoured by debug builds only, as the tests
+/// run) makes `!` panic inside the view.
+#[test]
+fn a_panic_puts_the_terminal_back() {
+    let env = two_sessions();
+    let mut ui = Ui::start_env(
+        &env,
+        "--color never",
+        None,
+        &[("TURNBACK_TEST_UI_PANIC", "1")],
+    );
+    ui.wait_for("diff of #2");
+    ui.press("!");
+    assert_eq!(ui.exit_code(), 101, "a panic's exit code");
+    let shown = String::from_utf8_lossy(&ui.bytes()).into_owned();
+    let entered = shown
+        .rfind("\x1b[?1049h")
+        .expect("entered the alternate screen");
+    // The hook leaves first (unwinding's drop then leaves again, harmlessly).
+    let left = entered
+        + shown[entered..]
+            .find("\x1b[?1049l")
+            .expect("the panic left the alternate screen");
+    assert!(
+        shown[left..].contains("\x1b[?25h"),
+        "the cursor shown again"
+    );
+    let message = shown
+        .find("a panic asked for by a test")
+        .expect("the panic's message");
+    assert!(
+        message > left,
+        "the message printed on the normal screen, after leaving"
+    );
 }

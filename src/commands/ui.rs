@@ -3,7 +3,8 @@
 
 use crate::commands::CliError;
 use crate::context::Context;
-use crate::render::Text;
+use crate::render::Report;
+use turnback::output::Out;
 
 /// Browse the sessions here full-screen, live: entries by turn, diffs, rewind by key
 #[derive(Debug, clap::Args)]
@@ -12,14 +13,34 @@ use crate::render::Text;
 )]
 pub(crate) struct UiArgs {}
 
+/// What the view leaves: nothing to print; whether a key restored files
+/// (then the store's daily prune runs, as after `turnback undo`).
+pub(crate) struct UiDone {
+    restored: bool,
+}
+
+impl Report for UiDone {
+    fn json(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    fn text(&self, _: &Out) -> String {
+        String::new()
+    }
+
+    fn changed_a_session(&self) -> bool {
+        self.restored
+    }
+}
+
 /// Runs the view until the person quits; it prints nothing after.
-pub(crate) fn run(ctx: &Context, _: &UiArgs) -> Result<Text, CliError> {
+pub(crate) fn run(ctx: &Context, _: &UiArgs) -> Result<UiDone, CliError> {
     if !ctx.render.can_ask() {
         return Err(CliError::usage(
             "`turnback ui` needs a terminal: standard input and output must be one (and no --json)",
             "`turnback log` prints the same history as text (`--all`: every session here, `--json`: for a program)",
         ));
     }
-    crate::ui::run(ctx)?;
-    Ok(Text(String::new()))
+    let restored = crate::ui::run(ctx)?;
+    Ok(UiDone { restored })
 }

@@ -20,18 +20,40 @@ use super::timeline::{self, Target};
 /// How often the timeline's "how long ago" is brought up to date.
 const AGES: Duration = Duration::from_secs(1);
 
-/// Runs the view until the person quits (or a SIGTERM comes).
-pub(crate) fn run(ctx: &Context) -> Result<(), CliError> {
+/// Runs the view until the person quits (or a SIGTERM comes); whether a
+/// key restored files (the session it restored in is then the context's
+/// session in use, which the daily prune spares).
+pub(crate) fn run(ctx: &Context) -> Result<bool, CliError> {
     let mut view = View {
         ctx,
         app: App::new(ctx.render.style().color),
         history: None,
         stamp: Stamp::default(),
         shown: None,
+        restored: None,
     };
     view.reload(true);
     let mut screen = Screen::enter().map_err(io_error)?;
-    view.run(&mut screen).map_err(io_error)
+    view.run(&mut screen).map_err(io_error)?;
+    drop(screen);
+    Ok(match view.restored {
+        Some(id) => {
+            let _ = ctx.open_session(&id);
+            true
+        }
+        None => false,
+    })
+}
+
+/// In a debug build only (the tests'), with `TURNBACK_TEST_UI_PANIC` set,
+/// `!` panics: how tests/ui.rs shows that a panic puts the terminal back.
+fn test_panic(code: event::KeyCode) {
+    if cfg!(debug_assertions)
+        && code == event::KeyCode::Char('!')
+        && std::env::var_os("TURNBACK_TEST_UI_PANIC").is_some()
+    {
+        panic!("TURNBACK_TEST_UI_PANIC: a panic asked for by a test");
+    }
 }
 
 fn io_error(e: std::io::Error) -> CliError {
@@ -47,6 +69,8 @@ struct View<'a> {
     stamp: Stamp,
     /// The selection and scope the diff pane shows.
     shown: Option<(String, Target, bool)>,
+    /// The session a key last restored files in, if one did.
+    restored: Option<String>,
 }
 
 impl View<'_> {
@@ -71,6 +95,7 @@ impl View<'_> {
             if event::poll(wait)? {
                 match event::read()? {
                     Event::Key(k) if k.kind != KeyEventKind::Release => {
+                        test_panic(k.code);
                         let effect = self.app.key(k);
                         if effect == Effect::Quit {
                             return Ok(());
@@ -242,7 +267,12 @@ impl View<'_> {
         };
         let what = data::action_name(action, &h.entries);
         let text = match data::restore(&h.session, action, force, false) {
-            Ok(r) => data::report_text(&what, &r),
+            Ok(r) => {
+                if !r.files.is_empty() {
+                    self.restored = Some(h.session.id().to_owned());
+                }
+                data::report_text(&what, &r)
+            }
             Err(e) => e.text(),
         };
         self.app.dialog = Some(Dialog::Message { title: what, text });
