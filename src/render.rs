@@ -39,6 +39,14 @@ pub(crate) trait Report {
     fn exit_code(&self) -> Option<u8> {
         None
     }
+
+    /// For a command listed as changing a session
+    /// (`Command::changes_a_session`) that may end without changing one
+    /// (`ui`): whether it did, so that the daily prune runs only after a
+    /// change.
+    fn changed_a_session(&self) -> bool {
+        true
+    }
 }
 
 /// A report that is only text, printed as it is.

@@ -29,6 +29,11 @@ impl Ui {
     /// [`Ui::start`] with `args` as given (no `--color never`) and `NO_COLOR`
     /// set to `no_color` if given.
     fn start_with(env: &Env, args: &str, no_color: Option<&str>) -> Ui {
+        Ui::start_env(env, args, no_color, &[])
+    }
+
+    /// [`Ui::start_with`] with the variables `vars` set too.
+    fn start_env(env: &Env, args: &str, no_color: Option<&str>, vars: &[(&str, &str)]) -> Ui {
         let line = format!(
             "stty rows {ROWS} cols {COLS}; exec {} ui {args}",
             util::bin().display()
@@ -38,6 +43,7 @@ impl Ui {
         if let Some(v) = no_color {
             cmd.env("NO_COLOR", v);
         }
+        cmd.envs(vars.iter().copied());
         let mut script = cmd
             .args(["-qec", &line, "/dev/null"])
             .env("TERM", "xterm-256color")
@@ -460,4 +466,194 @@ fn the_diff_is_coloured_unless_no_color_is_set() {
     assert!(!coloured(&ui.bytes()), "no colour with NO_COLOR");
     ui.press("q");
     assert_eq!(ui.exit_code(), 0);
+}
+
+/// `two_sessions`, and then `agent` created `b.txt` (#3).
+fn three_entries() -> Env {
+    let env = two_sessions();
+    let s = env.session("agent");
+    s.write(&env.workspace(), "b.txt", &b"bee\n"[..], "call-3")
+        .unwrap();
+    env
+}
+
+#[test]
+fn r_reverts_only_the_selected_entrys_file() {
+    let env = three_entries();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #3");
+    ui.press("k");
+    ui.wait_for("diff of #2");
+    ui.press("r");
+    let s = ui.wait_for("Restore? y yes, n no");
+    assert!(s.contains("revert (dry run"), "{s}");
+    assert!(s.contains("revert a.txt to before #2"), "{s}");
+    assert!(!s.contains("b.txt: "), "b.txt is not in the plan:\n{s}");
+    ui.press("y");
+    ui.wait_for("a.txt: restored (11 bytes)");
+    assert_eq!(util::read(env.path("a.txt")), b"first line\n");
+    assert_eq!(util::read(env.path("b.txt")), b"bee\n", "left alone");
+    ui.press("x");
+    let s = ui.wait_for("#3   b.txt");
+    assert!(!s.contains("#2   a.txt"), "{s}");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}
+
+#[test]
+fn capital_r_redoes_what_u_took_back() {
+    let env = two_sessions();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("+second line");
+    ui.press("u");
+    ui.wait_for("Restore? y yes, n no");
+    ui.press("y");
+    ui.wait_for("a.txt: restored (11 bytes)");
+    ui.press("x");
+    ui.wait_for("diff of #1");
+    ui.press("R");
+    let s = ui.wait_for("Restore? y yes, n no");
+    assert!(s.contains("redo (dry run"), "{s}");
+    assert_eq!(
+        util::read(env.path("a.txt")),
+        b"first line\n",
+        "the dry run touched nothing"
+    );
+    ui.press("y");
+    ui.wait_for("restored (23 bytes)");
+    assert_eq!(util::read(env.path("a.txt")), b"first line\nsecond line\n");
+    ui.press("x");
+    ui.wait_for("#2   a.txt");
+    // Nothing left to redo: said, nothing asked.
+    ui.press("R");
+    ui.wait_for("any key closes");
+    ui.press("x");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}
+
+#[test]
+fn enter_closes_a_turn_and_slash_finds_a_file_in_it() {
+    let env = three_entries();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #3");
+    // Up to turn 2 (over #2), which Enter closes.
+    ui.press("k");
+    ui.press("k");
+    ui.wait_for("diff of turn 2");
+    ui.press("\r");
+    ui.wait_until("turn 2's entries hidden", |s| {
+        !s.contains("#2   a.txt") && !s.contains("#3   b.txt")
+    });
+    ui.press("/");
+    ui.press("B.T");
+    let s = ui.wait_for("/B.T  (Enter");
+    assert!(!s.contains("#3   b.txt"), "{s}");
+    ui.press("\r");
+    let s = ui.wait_for("diff of #3");
+    assert!(s.contains("#2   a.txt"), "its turn opened:\n{s}");
+    assert!(s.contains("+bee"), "{s}");
+    ui.press("/");
+    ui.press("change");
+    ui.press("\r");
+    ui.wait_for("diff of turn 2");
+    // From turn 2, "a.txt" is #2 next; n goes round to #1.
+    ui.press("/");
+    ui.press("a.txt");
+    ui.press("\r");
+    ui.wait_for("diff of #2");
+    ui.press("n");
+    ui.wait_for("diff of #1");
+    ui.press("/");
+    ui.press("zz");
+    ui.press("\x1b");
+    let s = ui.wait_until("the search cancelled", |s| s.contains("q quit"));
+    assert!(s.contains("diff of #1"), "{s}");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}
+
+#[test]
+fn a_prompt_that_changed_nothing_appears_while_it_is_open() {
+    let env = two_sessions();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #2");
+    let out = util::run_ok(
+        {
+            let mut c = env.cmd(Some("agent"));
+            c.args(["turn", "--prompt", "just asking"]);
+            c
+        },
+        b"",
+        "a turn from another process",
+    );
+    assert!(out.status.success());
+    let s = ui.wait_for("turn 3 \"just asking\"");
+    assert!(s.contains("diff of #2"), "the selection stayed:\n{s}");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}
+
+#[test]
+fn a_restore_runs_the_daily_prune_and_a_look_does_not() {
+    let env = two_sessions();
+    // A home without a stamp gets one at its first prune by itself.
+    let stamp = env.home.path().join("pruned-at");
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #2");
+    ui.press("u");
+    ui.wait_for("Restore? y yes, n no");
+    ui.press("n");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert!(!stamp.exists(), "nothing restored: no prune");
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #2");
+    ui.press("u");
+    ui.wait_for("Restore? y yes, n no");
+    ui.press("y");
+    ui.wait_for("a.txt: restored");
+    ui.press("x");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert!(
+        stamp.exists(),
+        "after a restore the daily prune ran, as after undo"
+    );
+}
+
+/// `TURNBACK_TEST_UI_PANIC` (honoured by debug builds only, as the tests
+/// run) makes `!` panic inside the view.
+#[test]
+fn a_panic_puts_the_terminal_back() {
+    let env = two_sessions();
+    let mut ui = Ui::start_env(
+        &env,
+        "--color never",
+        None,
+        &[("TURNBACK_TEST_UI_PANIC", "1")],
+    );
+    ui.wait_for("diff of #2");
+    ui.press("!");
+    assert_eq!(ui.exit_code(), 101, "a panic's exit code");
+    let shown = String::from_utf8_lossy(&ui.bytes()).into_owned();
+    let entered = shown
+        .rfind("\x1b[?1049h")
+        .expect("entered the alternate screen");
+    // The hook leaves first (unwinding's drop then leaves again, harmlessly).
+    let left = entered
+        + shown[entered..]
+            .find("\x1b[?1049l")
+            .expect("the panic left the alternate screen");
+    assert!(
+        shown[left..].contains("\x1b[?25h"),
+        "the cursor shown again"
+    );
+    let message = shown
+        .find("a panic asked for by a test")
+        .expect("the panic's message");
+    assert!(
+        message > left,
+        "the message printed on the normal screen, after leaving"
+    );
 }

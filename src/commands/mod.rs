@@ -104,6 +104,8 @@ impl Command {
                 | C::Rewind(_)
                 | C::Redo(_)
                 | C::Run(_)
+                // When a key restored something (`UiDone`).
+                | C::Ui(_)
         )
     }
 }
@@ -147,12 +149,13 @@ pub(crate) fn run(cli: Cli) -> io::Result<ExitCode> {
     if let Ok(report) = &done {
         render.report(&**report)?;
         code = report.exit_code().unwrap_or(0);
+        let changed = cli.command.changes_a_session() && report.changed_a_session();
         // A check that found a refusal ends as the real command would.
         if let Some(refusal) = report.refusal() {
             done = Err(refusal);
         }
         // Once its output is written: the daily prune, after a change.
-        if let Some(ctx) = ctx.as_ref().filter(|_| cli.command.changes_a_session()) {
+        if let Some(ctx) = ctx.as_ref().filter(|_| changed) {
             ctx.prune_if_due();
         }
     }

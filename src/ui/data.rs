@@ -1,6 +1,6 @@
 //! What the screen shows, read through the store's API as the other
 //! commands read it (`log`, `turns`, `diff`, `rewind`): the workspace's
-//! sessions, one session's history, a diff, a rewind planned or done.
+//! sessions, one session's history, a diff, a restore planned or done.
 
 use std::collections::BTreeSet;
 
@@ -12,6 +12,7 @@ use turnback_store::{Entry, Evicted, FileDiff, RevertOptions, RevertReport, Sess
 use crate::commands::CliError;
 use crate::context::Context;
 
+use super::state::Action;
 use super::timeline::Target;
 
 /// A session of the sessions pane.
@@ -108,30 +109,38 @@ pub(crate) fn diff(h: &History, target: Target, whole_turn: bool) -> Result<Diff
     Ok(h.session.entries_diff(&seqs)?)
 }
 
-/// A rewind to just before `target` (an entry, or the start of a turn), a
-/// dry run or done, as `turnback rewind '#N'` and `--turn N` do it.
-pub(crate) fn rewind(
+/// `action`, a dry run or done, as the command line does it: a rewind to
+/// just before an entry or a turn as `turnback rewind '#N'` and `--turn N`,
+/// a revert of one entry's file to before it, a redo as `turnback redo`.
+pub(crate) fn restore(
     session: &Session,
-    target: Target,
+    action: Action,
     force: bool,
     dry_run: bool,
 ) -> Result<RevertReport, CliError> {
     let opts = RevertOptions { force, dry_run };
-    Ok(match target {
-        Target::Entry(seq, _) => session.rewind_to_entry(seq, opts)?,
-        Target::Turn(n) => session.rewind_to_turn(n, opts)?,
+    Ok(match action {
+        Action::Rewind(Target::Entry(seq, _)) => session.rewind_to_entry(seq, opts)?,
+        Action::Rewind(Target::Turn(n)) => session.rewind_to_turn(n, opts)?,
+        Action::Revert(seq) => session.revert_file_to_entry(seq, opts)?,
+        Action::Redo => session.redo(opts)?,
     })
 }
 
-/// What a rewind to `target` is called.
-pub(crate) fn rewind_name(target: Target) -> String {
-    match target {
-        Target::Entry(seq, _) => format!("rewind to before #{seq}"),
-        Target::Turn(n) => format!("rewind to the start of turn {n}"),
+/// What `action` is called (`entries`: the session's, to name a file).
+pub(crate) fn action_name(action: Action, entries: &[Entry]) -> String {
+    match action {
+        Action::Rewind(Target::Entry(seq, _)) => format!("rewind to before #{seq}"),
+        Action::Rewind(Target::Turn(n)) => format!("rewind to the start of turn {n}"),
+        Action::Revert(seq) => match entries.iter().find(|e| e.seq == seq) {
+            Some(e) => format!("revert {} to before #{seq}", text::escape(&e.path)),
+            None => format!("revert the file of #{seq} to before it"),
+        },
+        Action::Redo => "redo".to_owned(),
     }
 }
 
-/// A rewind's report as the command line words it, without colour (the
+/// A restore's report as the command line words it, without colour (the
 /// dialog colours it line by line).
 pub(crate) fn report_text(what: &str, r: &RevertReport) -> String {
     let mut t = text::revert(&Out { color: false }, what, r, &[]);

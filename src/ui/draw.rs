@@ -14,7 +14,8 @@ use super::state::{App, Dialog, Pane};
 use super::timeline::{RowKind, Target};
 
 /// The footer: the keys.
-pub(crate) const FOOTER: &str = "↑↓/jk move  Tab pane  d entry/turn  u rewind  ? keys  q quit";
+pub(crate) const FOOTER: &str =
+    "↑↓ Tab ⏎ open / find d diff u rewind r revert R redo ? keys q quit";
 
 /// What `?` shows.
 const HELP: &str = "\
@@ -22,10 +23,17 @@ const HELP: &str = "\
 PgUp PgDn    move by ten
 g G          first, last
 Tab          next pane (sessions, timeline, diff)
+Enter        on a turn: hide its entries, or show them again
+/            search the session's prompts and file names: type,
+             Enter goes to the next match, Esc cancels
+n            the next match again
 d            diff of the entry, or of its whole turn
 u            rewind to just before the selected entry or turn:
              shows what changes first, then y restores, n does not,
              f forces the files changed since (as --force)
+r            revert the selected entry's file to before that entry
+             (the same dry run, y, n and f)
+R            redo what the last u or r took back (the same dry run)
 ?            these keys
 q  Esc       quit (any key closes this box)";
 
@@ -41,9 +49,10 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
     sessions(f, app, top);
     timeline(f, app, bottom);
     diff(f, app, right);
-    let foot = match &app.status {
-        Some(s) => format!("{s}  |  {FOOTER}"),
-        None => FOOTER.to_owned(),
+    let foot = match (&app.typing, &app.status) {
+        (Some(q), _) => format!("/{q}  (Enter: the next match, Esc: no search)"),
+        (None, Some(s)) => format!("{s}  |  {FOOTER}"),
+        (None, None) => FOOTER.to_owned(),
     };
     f.render_widget(Paragraph::new(foot).style(dim()), footer);
     dialog(f, app, body);
@@ -162,10 +171,10 @@ fn dialog(f: &mut Frame, app: &App, area: Rect) {
     let (title, body, ask): (String, &str, Option<String>) = match d {
         Dialog::Help => (" keys ".into(), HELP, None),
         Dialog::Confirm {
+            action,
             text,
             refused,
             force,
-            ..
         } => {
             let ask = if *refused > 0 && !*force {
                 format!(
@@ -177,7 +186,7 @@ fn dialog(f: &mut Frame, app: &App, area: Rect) {
                 "Restore? y yes, n no".to_owned()
             };
             (
-                " rewind (dry run, nothing touched yet) ".into(),
+                format!(" {} (dry run, nothing touched yet) ", action.word()),
                 text.as_str(),
                 Some(ask),
             )
@@ -236,6 +245,7 @@ mod tests {
             kind,
             turn,
             text: text.into(),
+            find: String::new(),
         };
         app.set_rows(
             vec![

@@ -13,25 +13,47 @@ use super::data::{self, History};
 use super::diff_lines;
 use super::draw;
 use super::live::{self, Stamp};
-use super::state::{App, Dialog, Effect};
+use super::state::{Action, App, Dialog, Effect};
 use super::terminal::Screen;
 use super::timeline::{self, Target};
 
 /// How often the timeline's "how long ago" is brought up to date.
 const AGES: Duration = Duration::from_secs(1);
 
-/// Runs the view until the person quits (or a SIGTERM comes).
-pub(crate) fn run(ctx: &Context) -> Result<(), CliError> {
+/// Runs the view until the person quits (or a SIGTERM comes); whether a
+/// key restored files (the session it restored in is then the context's
+/// session in use, which the daily prune spares).
+pub(crate) fn run(ctx: &Context) -> Result<bool, CliError> {
     let mut view = View {
         ctx,
         app: App::new(ctx.render.style().color),
         history: None,
         stamp: Stamp::default(),
         shown: None,
+        restored: None,
     };
     view.reload(true);
     let mut screen = Screen::enter().map_err(io_error)?;
-    view.run(&mut screen).map_err(io_error)
+    view.run(&mut screen).map_err(io_error)?;
+    drop(screen);
+    Ok(match view.restored {
+        Some(id) => {
+            let _ = ctx.open_session(&id);
+            true
+        }
+        None => false,
+    })
+}
+
+/// In a debug build only (the tests'), with `TURNBACK_TEST_UI_PANIC` set,
+/// `!` panics: how tests/ui.rs shows that a panic puts the terminal back.
+fn test_panic(code: event::KeyCode) {
+    if cfg!(debug_assertions)
+        && code == event::KeyCode::Char('!')
+        && std::env::var_os("TURNBACK_TEST_UI_PANIC").is_some()
+    {
+        panic!("TURNBACK_TEST_UI_PANIC: a panic asked for by a test");
+    }
 }
 
 fn io_error(e: std::io::Error) -> CliError {
@@ -47,6 +69,8 @@ struct View<'a> {
     stamp: Stamp,
     /// The selection and scope the diff pane shows.
     shown: Option<(String, Target, bool)>,
+    /// The session a key last restored files in, if one did.
+    restored: Option<String>,
 }
 
 impl View<'_> {
@@ -71,6 +95,7 @@ impl View<'_> {
             if event::poll(wait)? {
                 match event::read()? {
                     Event::Key(k) if k.kind != KeyEventKind::Release => {
+                        test_panic(k.code);
                         let effect = self.app.key(k);
                         if effect == Effect::Quit {
                             return Ok(());
@@ -203,27 +228,27 @@ impl View<'_> {
             Effect::Nothing | Effect::Quit => {}
             Effect::SessionChanged => self.load_session(None),
             Effect::SelectionChanged => self.show_diff(false),
-            Effect::Plan { target, force } => self.plan(target, force),
-            Effect::Apply { target, force } => {
-                self.restore(target, force);
+            Effect::Plan { action, force } => self.plan(action, force),
+            Effect::Apply { action, force } => {
+                self.restore(action, force);
                 self.reload(true);
             }
         }
     }
 
-    /// A rewind's dry run, in the dialog that asks.
-    fn plan(&mut self, target: Target, force: bool) {
+    /// A restore's dry run, in the dialog that asks.
+    fn plan(&mut self, action: Action, force: bool) {
         let Some(h) = &self.history else {
             return;
         };
-        let what = data::rewind_name(target);
-        self.app.dialog = Some(match data::rewind(&h.session, target, force, true) {
+        let what = data::action_name(action, &h.entries);
+        self.app.dialog = Some(match data::restore(&h.session, action, force, true) {
             Ok(r) if r.files.is_empty() => Dialog::Message {
                 title: what,
                 text: "nothing to restore: the files are as they were then".into(),
             },
             Ok(r) => Dialog::Confirm {
-                target,
+                action,
                 force,
                 refused: r.files.iter().filter(|f| f.status.is_conflict()).count(),
                 text: data::report_text(&what, &r),
@@ -235,14 +260,19 @@ impl View<'_> {
         });
     }
 
-    /// The rewind the person confirmed, and what it did.
-    fn restore(&mut self, target: Target, force: bool) {
+    /// The restore the person confirmed, and what it did.
+    fn restore(&mut self, action: Action, force: bool) {
         let Some(h) = &self.history else {
             return;
         };
-        let what = data::rewind_name(target);
-        let text = match data::rewind(&h.session, target, force, false) {
-            Ok(r) => data::report_text(&what, &r),
+        let what = data::action_name(action, &h.entries);
+        let text = match data::restore(&h.session, action, force, false) {
+            Ok(r) => {
+                if !r.files.is_empty() {
+                    self.restored = Some(h.session.id().to_owned());
+                }
+                data::report_text(&what, &r)
+            }
             Err(e) => e.text(),
         };
         self.app.dialog = Some(Dialog::Message { title: what, text });

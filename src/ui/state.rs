@@ -2,12 +2,14 @@
 //! the dialog open; and what each key does to it. Nothing here reads the
 //! store: a key that needs it returns an [`Effect`] for the loop to do.
 
+use std::collections::BTreeSet;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;
 use ratatui::widgets::ListState;
 
 use super::data::SessionRow;
-use super::timeline::{self, Row, Target};
+use super::timeline::{self, Row, RowKind, Target};
 
 /// The panes, in the order `Tab` goes through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,16 +24,39 @@ pub(crate) enum Pane {
 pub(crate) enum Dialog {
     /// The keys.
     Help,
-    /// A rewind's dry run, waiting for `y` or `n` (`f`: again, forced).
+    /// A restore's dry run, waiting for `y` or `n` (`f`: again, forced).
     Confirm {
-        target: Target,
+        action: Action,
         force: bool,
         text: String,
         /// Files the rewind would refuse for (changed since).
         refused: usize,
     },
-    /// What a rewind did, or why it did nothing; any key closes it.
+    /// What a restore did, or why it did nothing; any key closes it.
     Message { title: String, text: String },
+}
+
+/// What a confirmed restore does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// `u`: rewind the session to just before a turn or an entry.
+    Rewind(Target),
+    /// `r`: revert one entry's file to how it was before that entry.
+    Revert(u64),
+    /// `R`: put back what the session's newest undo, revert or rewind took
+    /// (the command line's `redo`).
+    Redo,
+}
+
+impl Action {
+    /// What the dialogs call it.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Action::Rewind(_) => "rewind",
+            Action::Revert(_) => "revert",
+            Action::Redo => "redo",
+        }
+    }
 }
 
 /// What the loop must do after a key.
@@ -43,14 +68,14 @@ pub(crate) enum Effect {
     SessionChanged,
     /// Another turn or entry, or the other scope of diff: read its diff.
     SelectionChanged,
-    /// Plan a rewind to before `target` (a dry run) and ask.
+    /// Plan `action` (a dry run) and ask.
     Plan {
-        target: Target,
+        action: Action,
         force: bool,
     },
-    /// Do the rewind the person confirmed.
+    /// Do the restore the person confirmed.
     Apply {
-        target: Target,
+        action: Action,
         force: bool,
     },
 }
@@ -59,8 +84,17 @@ pub(crate) enum Effect {
 pub(crate) struct App {
     pub sessions: Vec<SessionRow>,
     pub session_list: ListState,
+    /// The selected session's rows, every one.
+    pub all_rows: Vec<Row>,
+    /// The rows shown: `all_rows` but the entries of closed turns.
     pub rows: Vec<Row>,
     pub timeline: ListState,
+    /// The turns closed with `Enter` (their entries hidden).
+    pub closed: BTreeSet<u32>,
+    /// The search being typed after `/`, if it is.
+    pub typing: Option<String>,
+    /// The last search (lower case), for `n`.
+    pub search: Option<String>,
     pub pane: Pane,
     /// The diff is of the selected entry's whole turn (`d`).
     pub whole_turn: bool,
@@ -78,8 +112,12 @@ impl App {
         App {
             sessions: Vec::new(),
             session_list: ListState::default(),
+            all_rows: Vec::new(),
             rows: Vec::new(),
             timeline: ListState::default(),
+            closed: BTreeSet::new(),
+            typing: None,
+            search: None,
             pane: Pane::Timeline,
             whole_turn: false,
             diff: Vec::new(),
@@ -120,10 +158,30 @@ impl App {
     }
 
     /// The selected session's rows anew: `keep` stays selected if it is
-    /// still there, else the newest entry is.
+    /// still there (or its turn, closed), else the newest entry is.
     pub(crate) fn set_rows(&mut self, rows: Vec<Row>, keep: Option<Target>) {
+        self.all_rows = rows;
+        self.show_rows(keep);
+    }
+
+    /// The rows shown made again from `all_rows` and the closed turns.
+    fn show_rows(&mut self, keep: Option<Target>) {
+        let closed = &self.closed;
+        let rows: Vec<Row> = self
+            .all_rows
+            .iter()
+            .filter(|r| matches!(r.kind, RowKind::Turn(_)) || !closed.contains(&r.turn))
+            .cloned()
+            .collect();
         let at = keep
-            .and_then(|t| timeline::find(&rows, t))
+            .and_then(|t| {
+                timeline::find(&rows, t).or(match t {
+                    Target::Entry(_, turn) if closed.contains(&turn) => {
+                        timeline::find(&rows, Target::Turn(turn))
+                    }
+                    _ => None,
+                })
+            })
             .or_else(|| timeline::newest(&rows));
         self.rows = rows;
         self.timeline.select(at);
@@ -143,23 +201,93 @@ impl App {
             return Effect::Quit;
         }
         self.status = None;
+        if let Some(typed) = self.typing.take() {
+            return self.search_key(typed, key.code);
+        }
         match self.dialog.take() {
             Some(d) => self.dialog_key(d, key.code),
             None => self.pane_key(key.code),
         }
     }
 
+    /// A key while a search is typed: a character, a deletion, `Enter` (to
+    /// the next match) or `Esc` (no search).
+    fn search_key(&mut self, mut typed: String, code: KeyCode) -> Effect {
+        match code {
+            KeyCode::Esc => Effect::Nothing,
+            KeyCode::Enter => {
+                if typed.is_empty() {
+                    return Effect::Nothing;
+                }
+                self.search = Some(typed.to_lowercase());
+                self.next_match()
+            }
+            KeyCode::Backspace => {
+                typed.pop();
+                self.typing = Some(typed);
+                Effect::Nothing
+            }
+            KeyCode::Char(c) => {
+                typed.push(c);
+                self.typing = Some(typed);
+                Effect::Nothing
+            }
+            _ => {
+                self.typing = Some(typed);
+                Effect::Nothing
+            }
+        }
+    }
+
+    /// Selects the next turn or entry (after the selected one, from the top
+    /// again at the end) whose prompt or file name holds the last search,
+    /// opening its turn if it is closed.
+    fn next_match(&mut self) -> Effect {
+        let Some(q) = self.search.clone() else {
+            return Effect::Nothing;
+        };
+        let all = &self.all_rows;
+        let from = self
+            .target()
+            .and_then(|t| timeline::find(all, t))
+            .map_or(0, |i| i + 1);
+        let hit = (0..all.len())
+            .map(|i| (from + i) % all.len())
+            .find(|&i| all[i].target().is_some() && all[i].find.contains(&q));
+        let Some(i) = hit else {
+            self.status = Some(format!("no prompt or file name holds {q:?}"));
+            return Effect::Nothing;
+        };
+        let target = all[i].target();
+        self.closed.remove(&all[i].turn);
+        self.show_rows(target);
+        self.pane = Pane::Timeline;
+        Effect::SelectionChanged
+    }
+
+    /// `Enter` on a turn: its entries hidden, or shown again.
+    fn toggle_turn(&mut self) -> Effect {
+        let Some(Target::Turn(n)) = self.target() else {
+            return Effect::Nothing;
+        };
+        if !self.closed.remove(&n) {
+            self.closed.insert(n);
+        }
+        self.show_rows(Some(Target::Turn(n)));
+        Effect::Nothing
+    }
+
     fn dialog_key(&mut self, dialog: Dialog, code: KeyCode) -> Effect {
         match dialog {
             Dialog::Confirm {
-                target,
+                action,
                 force,
                 text,
                 refused,
             } => match code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => Effect::Apply { target, force },
+                KeyCode::Char('y') | KeyCode::Char('Y') => Effect::Apply { action, force },
                 KeyCode::Char('f') if refused > 0 && !force => Effect::Plan {
-                    target,
+                    action,
                     force: true,
                 },
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
@@ -168,7 +296,7 @@ impl App {
                 }
                 _ => {
                     self.dialog = Some(Dialog::Confirm {
-                        target,
+                        action,
                         force,
                         text,
                         refused,
@@ -203,15 +331,36 @@ impl App {
                 };
                 Effect::Nothing
             }
+            KeyCode::Enter if self.pane == Pane::Timeline => self.toggle_turn(),
+            KeyCode::Char('/') => {
+                self.typing = Some(String::new());
+                Effect::Nothing
+            }
+            KeyCode::Char('n') => self.next_match(),
             KeyCode::Char('d') => {
                 self.whole_turn = !self.whole_turn;
                 Effect::SelectionChanged
             }
             KeyCode::Char('u') => match self.target() {
                 Some(target) => Effect::Plan {
-                    target,
+                    action: Action::Rewind(target),
                     force: false,
                 },
+                None => Effect::Nothing,
+            },
+            KeyCode::Char('R') => Effect::Plan {
+                action: Action::Redo,
+                force: false,
+            },
+            KeyCode::Char('r') => match self.target() {
+                Some(Target::Entry(seq, _)) => Effect::Plan {
+                    action: Action::Revert(seq),
+                    force: false,
+                },
+                Some(Target::Turn(_)) => {
+                    self.status = Some("r reverts an entry's file: select an entry".into());
+                    Effect::Nothing
+                }
                 None => Effect::Nothing,
             },
             KeyCode::Up | KeyCode::Char('k') => self.move_by(-1),
@@ -236,6 +385,7 @@ impl App {
                     return Effect::Nothing;
                 }
                 self.session_list.select(Some(to));
+                self.closed.clear();
                 Effect::SessionChanged
             }
             Pane::Timeline => {
@@ -263,13 +413,17 @@ mod tests {
     use crossterm::event::{KeyCode, KeyEvent};
 
     use super::*;
-    use crate::ui::timeline::RowKind;
 
     fn row(kind: RowKind, turn: u32) -> Row {
         Row {
             kind,
             turn,
             text: String::new(),
+            find: match kind {
+                RowKind::Turn(n) => format!("prompt {n}"),
+                RowKind::Entry(n) => format!("file{n}.txt"),
+                _ => String::new(),
+            },
         }
     }
 
@@ -328,16 +482,16 @@ mod tests {
     fn u_asks_first_and_only_y_restores() {
         let mut app = App::new(false);
         app.set_rows(rows(), None);
-        let target = Target::Entry(3, 2);
+        let target = Action::Rewind(Target::Entry(3, 2));
         assert_eq!(
             press(&mut app, 'u'),
             Effect::Plan {
-                target,
+                action: target,
                 force: false
             }
         );
         let confirm = |refused| Dialog::Confirm {
-            target,
+            action: target,
             force: false,
             text: String::new(),
             refused,
@@ -352,7 +506,7 @@ mod tests {
         assert_eq!(
             press(&mut app, 'f'),
             Effect::Plan {
-                target,
+                action: target,
                 force: true
             },
             "f plans again, forced: still to be confirmed"
@@ -361,10 +515,98 @@ mod tests {
         assert_eq!(
             press(&mut app, 'y'),
             Effect::Apply {
-                target,
+                action: target,
                 force: false
             }
         );
+    }
+
+    #[test]
+    fn r_reverts_the_selected_entrys_file_and_needs_an_entry() {
+        let mut app = App::new(false);
+        app.set_rows(rows(), None);
+        assert_eq!(
+            press(&mut app, 'r'),
+            Effect::Plan {
+                action: Action::Revert(3),
+                force: false
+            }
+        );
+        press(&mut app, 'k');
+        press(&mut app, 'k');
+        assert_eq!(app.target(), Some(Target::Turn(2)));
+        assert_eq!(press(&mut app, 'r'), Effect::Nothing);
+        assert!(app.status.as_deref().unwrap().contains("select an entry"));
+        assert_eq!(
+            press(&mut app, 'R'),
+            Effect::Plan {
+                action: Action::Redo,
+                force: false
+            },
+            "R asks first too, wherever the selection is"
+        );
+    }
+
+    #[test]
+    fn enter_closes_and_opens_a_turn() {
+        let mut app = App::new(false);
+        app.set_rows(rows(), None);
+        app.key(KeyEvent::from(KeyCode::Enter));
+        assert_eq!(app.rows.len(), 8, "Enter on an entry does nothing");
+        press(&mut app, 'k');
+        press(&mut app, 'k');
+        assert_eq!(app.target(), Some(Target::Turn(2)));
+        app.key(KeyEvent::from(KeyCode::Enter));
+        assert_eq!(app.rows.len(), 5, "turn 2's message and entries hidden");
+        assert_eq!(app.target(), Some(Target::Turn(2)));
+        assert_eq!(press(&mut app, 'j'), Effect::Nothing, "nothing below");
+        // New rows (the store changed) keep the turn closed.
+        app.set_rows(rows(), app.target());
+        assert_eq!(app.rows.len(), 5);
+        app.key(KeyEvent::from(KeyCode::Enter));
+        assert_eq!(app.rows.len(), 8);
+    }
+
+    #[test]
+    fn slash_searches_prompts_and_file_names_and_n_goes_on() {
+        let mut app = App::new(false);
+        app.set_rows(rows(), None);
+        // Turn 2 closed: a match in it opens it.
+        press(&mut app, 'k');
+        press(&mut app, 'k');
+        app.key(KeyEvent::from(KeyCode::Enter));
+        press(&mut app, '/');
+        for c in "FILE".chars() {
+            assert_eq!(press(&mut app, c), Effect::Nothing, "typed, not a key");
+        }
+        assert_eq!(app.typing.as_deref(), Some("FILE"));
+        assert_eq!(
+            app.key(KeyEvent::from(KeyCode::Enter)),
+            Effect::SelectionChanged
+        );
+        assert!(app.typing.is_none());
+        assert_eq!(app.target(), Some(Target::Entry(2, 2)), "case ignored");
+        assert_eq!(app.rows.len(), 8, "its turn opened");
+        press(&mut app, 'n');
+        assert_eq!(app.target(), Some(Target::Entry(3, 2)));
+        press(&mut app, 'n');
+        assert_eq!(
+            app.target(),
+            Some(Target::Entry(1, 1)),
+            "from the top again"
+        );
+        press(&mut app, '/');
+        press(&mut app, 'p');
+        app.key(KeyEvent::from(KeyCode::Backspace));
+        press(&mut app, 'z');
+        app.key(KeyEvent::from(KeyCode::Enter));
+        assert_eq!(app.target(), Some(Target::Entry(1, 1)));
+        assert!(app.status.as_deref().unwrap().contains("no prompt or file"));
+        press(&mut app, '/');
+        press(&mut app, 'q');
+        assert_eq!(app.key(KeyEvent::from(KeyCode::Esc)), Effect::Nothing);
+        assert!(app.typing.is_none(), "Esc cancels");
+        assert_eq!(press(&mut app, 'q'), Effect::Quit);
     }
 
     #[test]

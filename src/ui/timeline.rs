@@ -39,6 +39,8 @@ pub(crate) struct Row {
     /// The turn the row is in (0: before any turn).
     pub turn: u32,
     pub text: String,
+    /// What `/` searches: a turn's prompt, an entry's file name (lower case).
+    pub find: String,
 }
 
 impl Row {
@@ -65,6 +67,7 @@ pub(crate) fn rows(entries: &[Entry], turns: &[Turn], gap: Option<&Evicted>) -> 
                 "… {} older changes evicted by the caps: no rewind goes past them",
                 g.entries
             ),
+            find: String::new(),
         });
     }
     let mut next_turn = turns.iter().peekable();
@@ -81,6 +84,7 @@ pub(crate) fn rows(entries: &[Entry], turns: &[Turn], gap: Option<&Evicted>) -> 
                 kind: RowKind::NoTurn,
                 turn: 0,
                 text: "before any turn".into(),
+                find: String::new(),
             });
             in_turn = Some(0);
         }
@@ -92,6 +96,7 @@ pub(crate) fn rows(entries: &[Entry], turns: &[Turn], gap: Option<&Evicted>) -> 
             kind: RowKind::Entry(e.seq),
             turn: e.turn,
             text: format!("  #{:<3} {}  {}", e.seq, escape(&e.path), change(e)),
+            find: e.path.to_lowercase(),
         });
     }
     out.extend(next_turn.map(turn_row));
@@ -108,6 +113,7 @@ fn turn_row(t: &Turn) -> Row {
             prompt(&t.prompt, 60),
             ago(t.time, now())
         ),
+        find: t.prompt.to_lowercase(),
     }
 }
 
@@ -126,6 +132,7 @@ fn message_row(e: &Entry) -> Row {
         kind: RowKind::Message,
         turn: e.turn,
         text: format!(" {name}{what}  {}", ago(e.time, now())),
+        find: String::new(),
     }
 }
 

@@ -76,6 +76,43 @@ impl Session {
         })
     }
 
+    /// Reverts one file to how it was before entry `seq`: every entry of
+    /// `seq`'s file (in its workspace) from `seq` on, newest first, with the
+    /// other side of a rename among them; the session's other files are left
+    /// as they are. One revert, as `turnback revert` makes (one `redo` puts it
+    /// back). An entry not in effect is [`Error::NoSuchEntry`].
+    pub fn revert_file_to_entry(&self, seq: u64, opts: RevertOptions) -> Result<RevertReport> {
+        let id = self.id().to_owned();
+        let kind = Kind {
+            name: "revert",
+            turns_from: None,
+        };
+        revert::revert_entries(self, opts, kind, &move |idx| {
+            let Some(first) = idx.entry(seq) else {
+                return Err(Error::NoSuchEntry {
+                    session: id.clone(),
+                    seq,
+                });
+            };
+            let file = first.absolute_path();
+            let groups: Vec<u64> = idx
+                .entries
+                .iter()
+                .filter(|e| e.seq >= seq && e.absolute_path() == file)
+                .filter_map(|e| e.group)
+                .collect();
+            Ok(idx
+                .entries
+                .iter()
+                .filter(|e| e.seq >= seq)
+                .filter(|e| {
+                    e.absolute_path() == file || e.group.is_some_and(|g| groups.contains(&g))
+                })
+                .map(|e| e.seq)
+                .collect())
+        })
+    }
+
     /// The contents `state` names, read from this session's backup of `path`
     /// (an entry's `before`, or a later entry's `before` that equals an
     /// earlier `after`): `Ok(None)` for a file over [`MAX_DIFF_BYTES`],
@@ -194,5 +231,44 @@ impl Session {
         }
         out.sort_by(|a, b| (&a.workspace, &a.path).cmp(&(&b.workspace, &b.path)));
         Ok((out, unknown))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::revert::RevertOptions;
+    use crate::store::Store;
+    use crate::workspace::Workspace;
+
+    #[test]
+    fn revert_file_to_entry_takes_back_that_file_only_from_that_entry_on() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::new(home.path()).session("s1").unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        s.write(&ws, "a.txt", &b"a1"[..], "m1").unwrap();
+        let second = s.write(&ws, "a.txt", &b"a2"[..], "m2").unwrap();
+        s.write(&ws, "b.txt", &b"b1"[..], "m3").unwrap();
+        s.write(&ws, "a.txt", &b"a3"[..], "m4").unwrap();
+        let dry = RevertOptions {
+            force: false,
+            dry_run: true,
+        };
+        let plan = s.revert_file_to_entry(second.seq, dry).unwrap();
+        assert_eq!(plan.files.len(), 1);
+        assert_eq!(read("a.txt"), "a3", "a dry run touches nothing");
+        s.revert_file_to_entry(second.seq, RevertOptions::default())
+            .unwrap();
+        assert_eq!(read("a.txt"), "a1", "as it was before #2");
+        assert_eq!(read("b.txt"), "b1", "the other file left alone");
+        let left: Vec<u64> = s.entries().unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(left, [1, 3]);
+        assert!(
+            s.revert_file_to_entry(second.seq, dry).is_err(),
+            "#2 is gone"
+        );
+        s.redo(RevertOptions::default()).unwrap();
+        assert_eq!(read("a.txt"), "a3", "one redo puts it all back");
     }
 }
