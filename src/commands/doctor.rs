@@ -126,6 +126,7 @@ fn settings_files(ws: &Path) -> Vec<(Agent, PathBuf)> {
         Agent::Codex,
         Agent::Gemini,
         Agent::Cursor,
+        Agent::Copilot,
     ] {
         for scope in [Scope::Default, Scope::Project, Scope::User] {
             if let Ok(f) = install::agent_hooks(agent).settings_file(scope, ws)

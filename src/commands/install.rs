@@ -11,16 +11,16 @@ use turnback::output::Out;
 use crate::cli::Cli;
 use crate::commands::CliError;
 use crate::hooks::event::Agent;
-use crate::install::{self, Change, Scope, claude, codex_trust, settings};
+use crate::install::{self, Change, Scope, claude, codex_trust, copilot, settings};
 use crate::render::Report;
 
 // No doc comment: clap would make it the help line of both commands.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ScopeArgs {
-    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`)
+    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`, Copilot CLI `.github/hooks/turnback.json`)
     #[arg(long, conflicts_with = "user")]
     project: bool,
-    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`)
+    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`, `~/.copilot/hooks/turnback.json`)
     #[arg(long)]
     user: bool,
 }
@@ -35,10 +35,10 @@ impl ScopeArgs {
     }
 }
 
-/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor)
+/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor, copilot)
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n\nEvery other setting and hook is kept; running it again changes nothing."
+    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n  turnback install copilot              # ~/.copilot/hooks/turnback.json\n\nEvery other setting and hook is kept; running it again changes nothing."
 )]
 pub(crate) struct InstallArgs {
     /// The agent
@@ -168,6 +168,7 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let exe = this_binary()?;
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
+    refuse_if_not_ours(args.agent, &file, &s)?;
     let done = install::install_into(&s, hooks, &hooks.wanted(&exe))
         .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let mut report = Installed {
@@ -207,9 +208,24 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
                 "Codex was not found (set TURNBACK_CODEX or put `codex` on PATH), so its trust in these hooks is not recorded: Codex skips them until you trust them in its /hooks, or run this again".into(),
             ),
         },
-        Agent::Gemini | Agent::Cursor => {}
+        Agent::Gemini | Agent::Cursor | Agent::Copilot => {}
     }
     Ok(report)
+}
+
+/// Copilot CLI's hooks file is turnback's own: one of that name holding
+/// anything else is the user's, and refused untouched.
+fn refuse_if_not_ours(agent: Agent, file: &Path, s: &settings::Settings) -> Result<(), CliError> {
+    if agent != Agent::Copilot {
+        return Ok(());
+    }
+    match copilot::not_ours(&s.map) {
+        None => Ok(()),
+        Some(why) => Err(CliError::new(
+            format!("{} is not turnback's: {why}", file.display()),
+            Some("nothing was changed; move it aside (or rename it) and run this again".into()),
+        )),
+    }
 }
 
 /// Writes the slash commands into `dir`; a file of the same name that is
@@ -245,9 +261,18 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, Cl
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
+    refuse_if_not_ours(args.agent, &file, &s)?;
     let done = install::uninstall_from(&s, hooks)
         .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let backup = match &done.text {
+        // turnback's own file, left with nothing in it: it goes, kept as
+        // the backup.
+        Some(_) if args.agent == Agent::Copilot && copilot::is_empty(&done.settings) => {
+            let b = settings::backup_path(&file);
+            std::fs::rename(&file, &b)
+                .map_err(|e| err(format!("cannot remove {}: {e}", file.display())))?;
+            Some(b)
+        }
         Some(text) => settings::write(&file, &s, text).map_err(err)?,
         None => None,
     };

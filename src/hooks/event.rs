@@ -13,6 +13,9 @@ pub(crate) enum Agent {
     // Code's, which `claude-code` recognises. (No doc comment: clap would
     // show it beside the value.)
     Cursor,
+    // GitHub Copilot CLI's own hooks file (`~/.copilot/hooks/turnback.json`);
+    // it also runs Claude Code's, which `claude-code` recognises.
+    Copilot,
 }
 
 impl Agent {
@@ -23,6 +26,7 @@ impl Agent {
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
             Agent::Cursor => "cursor",
+            Agent::Copilot => "copilot",
         }
     }
 }

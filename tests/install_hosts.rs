@@ -1,0 +1,161 @@
+//! `turnback install` for the agents that take Claude-shaped hooks in files
+//! of their own: GitHub Copilot CLI (a hooks file of turnback's own), with
+//! the rules every installer keeps: the user's hooks untouched, `--print`
+//! writes nothing, idempotent, a backup kept, uninstall exact.
+
+use serde_json::{Value, json};
+
+use crate::install::{exe, json_of, ok, tb};
+use crate::util::{Env, read_text, run_with_input};
+
+#[test]
+fn copilot_install_writes_its_own_file_is_idempotent_and_uninstall_removes_it() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join(".copilot/hooks/turnback.json");
+    let out = ok(&tb(&env, home.path(), &["install", "copilot", "--print"]));
+    assert!(!file.exists(), "--print wrote {}", file.display());
+    let printed: Value = serde_json::from_str(&out).unwrap();
+
+    let said = ok(&tb(&env, home.path(), &["install", "copilot"]));
+    assert!(said.contains(&file.display().to_string()), "{said}");
+    let s = json_of(&file);
+    assert_eq!(s, printed);
+    assert_eq!(s["version"], 1, "{s}");
+    // PascalCase events: Copilot CLI sends them the Claude-shaped payload.
+    let events: Vec<&String> = s["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        events,
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "Stop",
+            "SessionEnd"
+        ]
+    );
+    assert_eq!(
+        s["hooks"]["PreToolUse"],
+        json!([{"type": "command", "bash": format!("{} hook copilot", exe()), "timeoutSec": 30}])
+    );
+    let installed = read_text(&file);
+    let said = ok(&tb(&env, home.path(), &["install", "copilot"]));
+    assert!(said.contains("nothing changed"), "{said}");
+    assert_eq!(read_text(&file), installed);
+
+    // A flag the user adds stays through a re-install for a moved binary.
+    let strict = installed.replace(" hook copilot\"", " hook copilot --strict\"");
+    std::fs::write(&file, strict.replace(&exe(), "/old/turnback")).unwrap();
+    let said = ok(&tb(&env, home.path(), &["install", "copilot"]));
+    assert!(said.contains("updated PreToolUse hook"), "{said}");
+    assert_eq!(read_text(&file), strict);
+
+    // doctor finds it.
+    let out = ok(&tb(&env, home.path(), &["doctor", "--json"]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["agents"][0]["agent"], "copilot", "{v}");
+
+    // Uninstall: the file was turnback's alone, so it goes; its text is kept.
+    ok(&tb(&env, home.path(), &["uninstall", "copilot"]));
+    assert!(!file.exists());
+    let backup = home
+        .path()
+        .join(".copilot/hooks/turnback.json.turnback-backup");
+    assert_eq!(read_text(&backup), strict);
+    let said = ok(&tb(&env, home.path(), &["uninstall", "copilot"]));
+    assert!(said.contains("nothing changed"), "{said}");
+
+    // --project: the repository's .github/hooks/, COPILOT_HOME untouched.
+    ok(&tb(&env, home.path(), &["install", "copilot", "--project"]));
+    assert_eq!(json_of(&env.path(".github/hooks/turnback.json")), printed);
+    assert!(!file.exists());
+}
+
+#[test]
+fn a_copilot_hooks_file_of_that_name_that_is_not_turnbacks_is_refused_untouched() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = env.path(".github/hooks/turnback.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let mine = "{\"version\": 1, \"hooks\": {\"preToolUse\": [{\"type\": \"command\", \"bash\": \"./audit.sh\"}]}}\n";
+    std::fs::write(&file, mine).unwrap();
+    for args in [
+        &["install", "copilot", "--project"][..],
+        &["uninstall", "copilot", "--project"][..],
+    ] {
+        let out = tb(&env, home.path(), args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not turnback's"), "{err}");
+        assert_eq!(read_text(&file), mine);
+        assert!(
+            !env.path(".github/hooks/turnback.json.turnback-backup")
+                .exists()
+        );
+    }
+}
+
+#[test]
+fn copilot_hooks_file_that_is_a_symlink_is_written_through() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let dotfiles = tempfile::tempdir().unwrap();
+    let target = dotfiles.path().join("copilot-turnback.json");
+    std::fs::write(&target, "{\"version\": 1}\n").unwrap();
+    let link = home.path().join(".copilot/hooks/turnback.json");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    ok(&tb(&env, home.path(), &["install", "copilot"]));
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(
+        json_of(&target)["hooks"]["Stop"].as_array().unwrap().len(),
+        1
+    );
+}
+
+#[test]
+fn copilot_hook_lines_install_wrote_back_up_an_edit_that_undoes() {
+    // The command lines install wrote, run as Copilot CLI runs them (bash,
+    // the event on stdin), with its recorded Claude-shaped payloads.
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    ok(&tb(&env, home.path(), &["install", "copilot", "--project"]));
+    let s = json_of(&env.path(".github/hooks/turnback.json"));
+    let run = |event: &str, fixture: &str| {
+        let line = s["hooks"][event][0]["bash"].as_str().unwrap().to_owned();
+        let payload = crate::hooks::fixture(&env, &format!("copilot-cli/{fixture}.json"));
+        let mut c = env.command("sh", None);
+        c.args(["-c", &line])
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("CLAUDE_PID");
+        let out = run_with_input(c, payload.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0), "{fixture}");
+        assert!(
+            out.stdout.is_empty(),
+            "{fixture}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    run("SessionStart", "SessionStart");
+    run("UserPromptSubmit", "UserPromptSubmit");
+    run("PreToolUse", "PreToolUse-view");
+    run("PostToolUse", "PostToolUse-view");
+    run("PreToolUse", "PreToolUse-create");
+    std::fs::write(env.path("hello.txt"), "hello\nworld\n").unwrap();
+    run("PostToolUse", "PostToolUse-create");
+    run("Stop", "Stop");
+    let session = "0b7e2c4d-9f1a-4a3e-8c6b-5d4e3f2a1b0c";
+    let entries = env
+        .store()
+        .open_session(session)
+        .unwrap()
+        .entries()
+        .unwrap();
+    assert_eq!(entries.len(), 1);
+    assert!(entries[0].is_committed());
+    let mut c = env.cmd(Some(session));
+    c.arg("undo");
+    crate::util::run_ok(c, b"", "undo");
+    assert!(!env.path("hello.txt").exists());
+}
