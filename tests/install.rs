@@ -18,6 +18,7 @@ pub fn tb(env: &Env, home: &Path, args: &[&str]) -> std::process::Output {
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
         .env_remove("COPILOT_HOME")
+        .env_remove("FACTORY_HOME_OVERRIDE")
         .env("TURNBACK_CODEX", home.join("no-codex-here"));
     run_with_input(c, b"")
 }

@@ -1,5 +1,6 @@
 //! `turnback install` for the agents that take Claude-shaped hooks in files
 //! of their own: GitHub Copilot CLI (a hooks file of turnback's own), with
+//! Qwen Code and Factory Droid (Claude-shaped settings), with
 //! the rules every installer keeps: the user's hooks untouched, `--print`
 //! writes nothing, idempotent, a backup kept, uninstall exact.
 
@@ -158,4 +159,183 @@ fn copilot_hook_lines_install_wrote_back_up_an_edit_that_undoes() {
     c.arg("undo");
     crate::util::run_ok(c, b"", "undo");
     assert!(!env.path("hello.txt").exists());
+}
+
+/// Runs turnback's command line for `event` in `settings` (Claude
+/// Code's grouped shape) as the agent does, with the recorded payload
+/// `agent/fixture.json`; the hook says nothing and exits 0.
+fn run_line(env: &Env, settings: &Value, event: &str, fixture: &str) {
+    let line = settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g["hooks"][0]["command"].as_str())
+        .find(|c| c.contains(" hook "))
+        .unwrap_or_else(|| panic!("no {event} hook of turnback's: {settings}"))
+        .to_owned();
+    let payload = crate::hooks::fixture(env, &format!("{fixture}.json"));
+    let mut c = env.command("sh", None);
+    c.args(["-c", &line])
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("CLAUDE_PID");
+    let out = run_with_input(c, payload.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{fixture}");
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "{fixture}: {} {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Undoes the newest change of `session`.
+fn undo(env: &Env, session: &str) {
+    let mut c = env.cmd(Some(session));
+    c.arg("undo");
+    crate::util::run_ok(c, b"", "undo");
+}
+
+#[test]
+fn qwen_install_keeps_the_users_hooks_and_its_lines_protect_edits_and_shell() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = env.path(".qwen/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let original = "{\n  // mine\n  \"hooks\": {\"PreToolUse\": [{\"matcher\": \"write_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"./audit.sh\"}]}]},\n  \"model\": {\"name\": \"qwen3-coder\"}\n}\n";
+    std::fs::write(&file, original).unwrap();
+    let out = ok(&tb(&env, home.path(), &["install", "qwen", "--print"]));
+    assert!(out.contains("./audit.sh"), "{out}");
+    assert_eq!(read_text(&file), original, "--print wrote");
+    let said = ok(&tb(&env, home.path(), &["install", "qwen"]));
+    assert!(
+        said.contains("added PreToolUse hook (write_file|edit|replace|run_shell_command)"),
+        "{said}"
+    );
+    let installed = read_text(&file);
+    assert!(installed.contains("// mine"), "{installed}");
+    let s: Value = serde_json::from_str(&installed.replace("  // mine\n", "")).unwrap();
+    assert_eq!(
+        s["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "./audit.sh"
+    );
+    let ours = &s["hooks"]["PreToolUse"][1]["hooks"][0];
+    assert_eq!(ours["command"], format!("{} hook qwen", exe()));
+    assert_eq!(ours["timeout"], 30_000);
+    assert_eq!(
+        read_text(env.path(".qwen/settings.json.turnback-backup")),
+        original
+    );
+    let said = ok(&tb(&env, home.path(), &["install", "qwen"]));
+    assert!(said.contains("nothing changed"), "{said}");
+
+    let session = "7c1e4a2b-3d5f-4e6a-9b8c-0d1e2f3a4b5c";
+    run_line(&env, &s, "SessionStart", "qwen/SessionStart");
+    run_line(&env, &s, "UserPromptSubmit", "qwen/UserPromptSubmit");
+    run_line(&env, &s, "PreToolUse", "qwen/PreToolUse-write_file");
+    std::fs::write(env.path("hello.txt"), "hello\nworld\n").unwrap();
+    run_line(&env, &s, "PostToolUse", "qwen/PostToolUse-write_file");
+    run_line(&env, &s, "PreToolUse", "qwen/PreToolUse-edit");
+    std::fs::write(env.path("hello.txt"), "hello\nthere\n").unwrap();
+    run_line(&env, &s, "PostToolUse", "qwen/PostToolUse-edit");
+    run_line(&env, &s, "PreToolUse", "qwen/PreToolUse-run_shell_command");
+    std::fs::remove_file(env.path("hello.txt")).unwrap();
+    run_line(
+        &env,
+        &s,
+        "PostToolUse",
+        "qwen/PostToolUse-run_shell_command",
+    );
+    run_line(&env, &s, "Stop", "qwen/Stop");
+    undo(&env, session);
+    assert_eq!(read_text(env.path("hello.txt")), "hello\nthere\n");
+    undo(&env, session);
+    assert_eq!(read_text(env.path("hello.txt")), "hello\nworld\n");
+    undo(&env, session);
+    assert!(!env.path("hello.txt").exists());
+
+    // Uninstall: the file as it was, comment and all.
+    ok(&tb(&env, home.path(), &["uninstall", "qwen"]));
+    assert_eq!(read_text(&file), original);
+    // --user: ~/.qwen/settings.json.
+    ok(&tb(&env, home.path(), &["install", "qwen", "--user"]));
+    let user = json_of(&home.path().join(".qwen/settings.json"));
+    assert_eq!(
+        user["hooks"]["Stop"][0]["hooks"][0]["command"],
+        format!("{} hook qwen", exe())
+    );
+}
+
+#[test]
+fn droid_install_writes_settings_its_lines_protect_create_edit_patch_and_execute() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join(".factory/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let original = "{\"model\": \"claude-sonnet\", \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}]}}\n";
+    std::fs::write(&file, original).unwrap();
+    let said = ok(&tb(&env, home.path(), &["install", "droid"]));
+    assert!(
+        said.contains("added PreToolUse hook (Create|Edit|MultiEdit|ApplyPatch|Execute)"),
+        "{said}"
+    );
+    let s = json_of(&file);
+    assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["command"], "say done");
+    assert_eq!(
+        s["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        format!("{} hook droid", exe())
+    );
+    let said = ok(&tb(&env, home.path(), &["install", "droid"]));
+    assert!(said.contains("nothing changed"), "{said}");
+    let out = ok(&tb(&env, home.path(), &["doctor", "--json"]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["agents"][0]["agent"], "droid", "{v}");
+
+    let session = "5e2f8a1c-6b3d-4c7e-8f9a-1b2c3d4e5f60";
+    run_line(&env, &s, "UserPromptSubmit", "droid/UserPromptSubmit");
+    run_line(&env, &s, "PreToolUse", "droid/PreToolUse-Create");
+    std::fs::write(env.path("hello.txt"), "hello\nworld\n").unwrap();
+    run_line(&env, &s, "PostToolUse", "droid/PostToolUse-Create");
+    run_line(&env, &s, "PreToolUse", "droid/PreToolUse-Edit");
+    std::fs::write(env.path("hello.txt"), "hello\nthere\n").unwrap();
+    run_line(&env, &s, "PostToolUse", "droid/PostToolUse-Edit");
+    run_line(&env, &s, "PreToolUse", "droid/PreToolUse-ApplyPatch");
+    std::fs::write(env.path("hello.txt"), "hello\nagain\n").unwrap();
+    run_line(&env, &s, "PostToolUse", "droid/PostToolUse-ApplyPatch");
+    run_line(&env, &s, "PreToolUse", "droid/PreToolUse-Execute");
+    std::fs::remove_file(env.path("hello.txt")).unwrap();
+    run_line(&env, &s, "PostToolUse", "droid/PostToolUse-Execute");
+    run_line(&env, &s, "Stop", "droid/Stop");
+    for want in ["hello\nagain\n", "hello\nthere\n", "hello\nworld\n"] {
+        undo(&env, session);
+        assert_eq!(read_text(env.path("hello.txt")), want);
+    }
+    undo(&env, session);
+    assert!(!env.path("hello.txt").exists());
+
+    ok(&tb(&env, home.path(), &["uninstall", "droid"]));
+    assert_eq!(
+        json_of(&file),
+        serde_json::from_str::<Value>(original).unwrap()
+    );
+}
+
+#[test]
+fn droid_with_a_hooks_json_is_refused_and_no_hooks_json_is_made() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".factory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = "{\"model\": \"x\"}\n";
+    let hooks = "{\"PreToolUse\": []}\n";
+    std::fs::write(dir.join("settings.json"), settings).unwrap();
+    std::fs::write(dir.join("hooks.json"), hooks).unwrap();
+    let out = tb(&env, home.path(), &["install", "droid"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hooks.json"));
+    assert_eq!(read_text(dir.join("settings.json")), settings);
+    assert_eq!(read_text(dir.join("hooks.json")), hooks);
+    // Without one, install never makes it.
+    std::fs::remove_file(dir.join("hooks.json")).unwrap();
+    ok(&tb(&env, home.path(), &["install", "droid"]));
+    assert!(!dir.join("hooks.json").exists());
 }

@@ -127,6 +127,8 @@ fn settings_files(ws: &Path) -> Vec<(Agent, PathBuf)> {
         Agent::Gemini,
         Agent::Cursor,
         Agent::Copilot,
+        Agent::Qwen,
+        Agent::Droid,
     ] {
         for scope in [Scope::Default, Scope::Project, Scope::User] {
             if let Ok(f) = install::agent_hooks(agent).settings_file(scope, ws)

@@ -11,16 +11,16 @@ use turnback::output::Out;
 use crate::cli::Cli;
 use crate::commands::CliError;
 use crate::hooks::event::Agent;
-use crate::install::{self, Change, Scope, claude, codex_trust, copilot, settings};
+use crate::install::{self, Change, Scope, claude, codex_trust, copilot, droid, settings};
 use crate::render::Report;
 
 // No doc comment: clap would make it the help line of both commands.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ScopeArgs {
-    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`, Copilot CLI `.github/hooks/turnback.json`)
+    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`, Copilot CLI `.github/hooks/turnback.json`, Qwen Code `.qwen/settings.json`, Droid `.factory/settings.json`)
     #[arg(long, conflicts_with = "user")]
     project: bool,
-    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`, `~/.copilot/hooks/turnback.json`)
+    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`, `~/.copilot/hooks/turnback.json`, `~/.qwen/settings.json`, `~/.factory/settings.json`)
     #[arg(long)]
     user: bool,
 }
@@ -35,7 +35,7 @@ impl ScopeArgs {
     }
 }
 
-/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor, copilot)
+/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor, copilot, qwen, droid)
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n  turnback install copilot              # ~/.copilot/hooks/turnback.json\n\nEvery other setting and hook is kept; running it again changes nothing."
@@ -167,6 +167,19 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let exe = this_binary()?;
+    // Where Droid would ignore them, no hooks are written.
+    if args.agent == Agent::Droid
+        && let Some(h) = droid::hooks_json_beside(&file)
+    {
+        return Err(CliError::new(
+            format!(
+                "{} is there: Droid reads its hooks from that file alone, and ignores those in {}",
+                h.display(),
+                file.display()
+            ),
+            Some("nothing was changed: turnback does not write Droid's hooks.json yet".into()),
+        ));
+    }
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
     refuse_if_not_ours(args.agent, &file, &s)?;
     let done = install::install_into(&s, hooks, &hooks.wanted(&exe))
@@ -208,7 +221,7 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
                 "Codex was not found (set TURNBACK_CODEX or put `codex` on PATH), so its trust in these hooks is not recorded: Codex skips them until you trust them in its /hooks, or run this again".into(),
             ),
         },
-        Agent::Gemini | Agent::Cursor | Agent::Copilot => {}
+        Agent::Gemini | Agent::Cursor | Agent::Copilot | Agent::Qwen | Agent::Droid => {}
     }
     Ok(report)
 }

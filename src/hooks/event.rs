@@ -16,6 +16,10 @@ pub(crate) enum Agent {
     // GitHub Copilot CLI's own hooks file (`~/.copilot/hooks/turnback.json`);
     // it also runs Claude Code's, which `claude-code` recognises.
     Copilot,
+    // Qwen Code (`.qwen/settings.json`), Claude-shaped.
+    Qwen,
+    // Factory Droid (`~/.factory/settings.json`), Claude-shaped.
+    Droid,
 }
 
 impl Agent {
@@ -27,6 +31,8 @@ impl Agent {
             Agent::Gemini => "gemini",
             Agent::Cursor => "cursor",
             Agent::Copilot => "copilot",
+            Agent::Qwen => "qwen",
+            Agent::Droid => "droid",
         }
     }
 }

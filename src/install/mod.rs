@@ -5,7 +5,8 @@
 //! `{"hooks": {EVENT: [HANDLER]}}`, the matcher in the handler ([`Layout`]);
 //! Copilot CLI the same, in a file of turnback's own. Each agent's module
 //! says which events, which matcher and what a handler looks like
-//! (`claude.rs`, `codex.rs`, `gemini.rs`, `cursor.rs`, `copilot.rs`);
+//! (`claude.rs`, `codex.rs`, `gemini.rs`, `cursor.rs`, `copilot.rs`,
+//! `qwen.rs`, `droid.rs`);
 //! `hook_line.rs` tells turnback's handlers from anyone else's by their shape.
 
 pub(crate) mod claude;
@@ -13,10 +14,12 @@ pub(crate) mod codex;
 pub(crate) mod codex_trust;
 pub(crate) mod copilot;
 pub(crate) mod cursor;
+pub(crate) mod droid;
 pub(crate) mod edit;
 pub(crate) mod gemini;
 pub(crate) mod hook_line;
 pub(crate) mod jsonc;
+pub(crate) mod qwen;
 pub(crate) mod settings;
 pub(crate) mod splice;
 
@@ -102,6 +105,8 @@ pub(crate) fn agent_hooks(agent: Agent) -> &'static dyn AgentHooks {
         Agent::Gemini => &gemini::Gemini,
         Agent::Cursor => &cursor::Cursor,
         Agent::Copilot => &copilot::Copilot,
+        Agent::Qwen => &qwen::Qwen,
+        Agent::Droid => &droid::Droid,
     }
 }
 
