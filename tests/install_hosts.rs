@@ -339,3 +339,94 @@ fn droid_with_a_hooks_json_is_refused_and_no_hooks_json_is_made() {
     ok(&tb(&env, home.path(), &["install", "droid"]));
     assert!(!dir.join("hooks.json").exists());
 }
+
+#[test]
+fn install_with_no_agent_protects_each_agent_found_and_doctor_lists_every_host() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    // Gemini CLI and Qwen Code by their directories, Droid by its program.
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::create_dir_all(home.path().join(".qwen")).unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let droid = bin.path().join("droid");
+    std::fs::write(&droid, "#!/bin/sh\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&droid, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = env.cmd(None);
+        c.args(args)
+            .env("HOME", home.path())
+            .env("PATH", bin.path())
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("COPILOT_HOME")
+            .env_remove("FACTORY_HOME_OVERRIDE")
+            .env("TURNBACK_CODEX", home.path().join("no-codex-here"));
+        ok(&run_with_input(c, b""))
+    };
+    let said = run(&["install"]);
+    let gemini = home.path().join(".gemini/settings.json");
+    let qwen = env.path(".qwen/settings.json");
+    let factory = home.path().join(".factory/settings.json");
+    for line in [
+        "claude-code: not found".to_owned(),
+        "codex: not found".to_owned(),
+        format!("gemini: protected ({})", gemini.display()),
+        "cursor: not found".to_owned(),
+        "copilot: not found".to_owned(),
+        format!("qwen: protected ({})", qwen.display()),
+        format!("droid: protected ({})", factory.display()),
+    ] {
+        assert!(said.lines().any(|l| l == line), "{line}:\n{said}");
+    }
+    assert!(!env.path(".claude").exists() && !home.path().join(".cursor").exists());
+    // Again: each already protected, nothing written.
+    let before = read_text(&gemini);
+    let said = run(&["install"]);
+    assert!(
+        said.contains(&format!("gemini: already protected ({})", gemini.display())),
+        "{said}"
+    );
+    assert_eq!(read_text(&gemini), before);
+    // One refused does not stop the others.
+    std::fs::write(home.path().join(".factory/hooks.json"), "{}\n").unwrap();
+    let out = run(&["install", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let status = |name: &str| {
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == name)
+            .map(|a| a["status"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(status("droid"), "refused", "{v}");
+    assert_eq!(status("qwen"), "already protected", "{v}");
+    assert_eq!(status("cursor"), "not found", "{v}");
+
+    // doctor lists every host, protected or not.
+    let said = run(&["doctor"]);
+    for host in [
+        "claude-code",
+        "codex",
+        "cursor",
+        "copilot",
+        "vscode (Copilot agent)",
+    ] {
+        assert!(
+            said.contains(&format!("  {host}: not protected")),
+            "{host}:\n{said}"
+        );
+    }
+    assert!(
+        said.contains(&format!("  gemini: protected ({})", gemini.display())),
+        "{said}"
+    );
+    let v: Value = serde_json::from_str(&run(&["doctor", "--json"])).unwrap();
+    assert_eq!(v["hosts"].as_array().unwrap().len(), 8, "{v}");
+    // --print needs an agent.
+    let mut c = env.cmd(None);
+    c.args(["install", "--print"]).env("HOME", home.path());
+    assert_eq!(run_with_input(c, b"").status.code(), Some(2));
+}

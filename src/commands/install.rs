@@ -38,16 +38,16 @@ impl ScopeArgs {
 /// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor, copilot, qwen, droid)
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n  turnback install copilot              # ~/.copilot/hooks/turnback.json\n\nEvery other setting and hook is kept; running it again changes nothing."
+    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n  turnback install copilot              # ~/.copilot/hooks/turnback.json\n  turnback install                      # every agent found here (on PATH or by its directory)\n\nEvery other setting and hook is kept; running it again changes nothing."
 )]
 pub(crate) struct InstallArgs {
-    /// The agent
+    /// The agent (none: every agent found on this machine)
     #[arg(value_enum)]
-    agent: Agent,
+    agent: Option<Agent>,
     #[command(flatten)]
     scope: ScopeArgs,
     /// Print the settings as they would be; write nothing
-    #[arg(long)]
+    #[arg(long, requires = "agent")]
     print: bool,
 }
 
@@ -161,14 +161,102 @@ fn workspace(cli: &Cli) -> Result<PathBuf, CliError> {
     }
 }
 
-pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliError> {
-    let hooks = install::agent_hooks(args.agent);
+/// `turnback install`: the agent named, or every one found here.
+pub(crate) fn run(cli: &Cli, args: &InstallArgs) -> Result<Box<dyn Report>, CliError> {
+    match args.agent {
+        Some(agent) => Ok(Box::new(install(cli, agent, args)?)),
+        None => Ok(Box::new(install_found(cli, args))),
+    }
+}
+
+/// What `turnback install` with no agent did for each agent.
+pub(crate) struct EachAgent {
+    /// (agent, why it was found, what install did or why it failed).
+    agents: Vec<(Agent, Option<String>, Result<Installed, CliError>)>,
+}
+
+impl EachAgent {
+    fn status(found: &Option<String>, done: &Result<Installed, CliError>) -> &'static str {
+        match (found, done) {
+            (None, _) => "not found",
+            (Some(_), Err(_)) => "refused",
+            (Some(_), Ok(i)) if i.changes.is_empty() => "already protected",
+            (Some(_), Ok(_)) => "protected",
+        }
+    }
+}
+
+impl Report for EachAgent {
+    fn json(&self) -> Option<Value> {
+        let agents: Vec<Value> = self
+            .agents
+            .iter()
+            .map(|(agent, found, done)| {
+                let mut v = json!({
+                    "agent": agent.name(),
+                    "status": Self::status(found, done),
+                    "found": found,
+                });
+                match done {
+                    Ok(i) if found.is_some() => v["install"] = i.json().unwrap_or(Value::Null),
+                    Err(e) if found.is_some() => v["error"] = e.message().into(),
+                    _ => {}
+                }
+                v
+            })
+            .collect();
+        Some(json!({ "agents": agents }))
+    }
+
+    fn text(&self, _: &Out) -> String {
+        let mut t = String::new();
+        for (agent, found, done) in &self.agents {
+            let status = Self::status(found, done);
+            t.push_str(&match (found, done) {
+                (None, _) => format!("{}: not found\n", agent.name()),
+                (Some(_), Err(e)) => format!("{}: refused: {}\n", agent.name(), e.message()),
+                (Some(_), Ok(i)) => {
+                    format!("{}: {status} ({})\n", agent.name(), i.file.display())
+                }
+            });
+            if let Ok(i) = done {
+                for w in &i.warnings {
+                    t.push_str(&format!("  warning: {w}\n"));
+                }
+            }
+        }
+        if self.agents.iter().all(|(_, f, _)| f.is_none()) {
+            t.push_str("no agent found: name one (`turnback install claude-code`)\n");
+        }
+        t
+    }
+}
+
+/// Installs into every agent found here, each on its own: one refused does
+/// not stop the others.
+fn install_found(cli: &Cli, args: &InstallArgs) -> EachAgent {
+    let agents = install::detect::AGENTS
+        .into_iter()
+        .map(|agent| {
+            let found = install::detect::found(agent);
+            let done = match &found {
+                Some(_) => install(cli, agent, args),
+                None => Err(err(String::new())),
+            };
+            (agent, found, done)
+        })
+        .collect();
+    EachAgent { agents }
+}
+
+fn install(cli: &Cli, agent: Agent, args: &InstallArgs) -> Result<Installed, CliError> {
+    let hooks = install::agent_hooks(agent);
     let ws = workspace(cli)?;
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let exe = this_binary()?;
     // Where Droid would ignore them, no hooks are written.
-    if args.agent == Agent::Droid
+    if agent == Agent::Droid
         && let Some(h) = droid::hooks_json_beside(&file)
     {
         return Err(CliError::new(
@@ -181,11 +269,11 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
         ));
     }
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
-    refuse_if_not_ours(args.agent, &file, &s)?;
+    refuse_if_not_ours(agent, &file, &s)?;
     let done = install::install_into(&s, hooks, &hooks.wanted(&exe))
         .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let mut report = Installed {
-        agent: args.agent,
+        agent,
         file: file.clone(),
         changes: done.changes,
         commands: Vec::new(),
@@ -202,7 +290,7 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
     if let Some(text) = &done.text {
         report.backup = settings::write(&file, &s, text).map_err(err)?;
     }
-    match args.agent {
+    match agent {
         Agent::ClaudeCode => {
             let dir = claude::commands_dir(scope, &ws).map_err(err)?;
             report.commands = write_commands(&dir, &exe)?;

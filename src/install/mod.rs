@@ -14,6 +14,7 @@ pub(crate) mod codex;
 pub(crate) mod codex_trust;
 pub(crate) mod copilot;
 pub(crate) mod cursor;
+pub(crate) mod detect;
 pub(crate) mod droid;
 pub(crate) mod edit;
 pub(crate) mod gemini;
