@@ -113,6 +113,10 @@ fn copilot_hooks_file_that_is_a_symlink_is_written_through() {
         json_of(&target)["hooks"]["Stop"].as_array().unwrap().len(),
         1
     );
+    // Uninstall leaves the link and the file it leads to, emptied.
+    ok(&tb(&env, home.path(), &["uninstall", "copilot"]));
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(json_of(&target), json!({"version": 1}));
 }
 
 #[test]

@@ -367,8 +367,12 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, Cl
         .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let backup = match &done.text {
         // turnback's own file, left with nothing in it: it goes, kept as
-        // the backup.
-        Some(_) if args.agent == Agent::Copilot && copilot::is_empty(&done.settings) => {
+        // the backup (a link is written through, as ever: the user's).
+        Some(_)
+            if args.agent == Agent::Copilot
+                && copilot::is_empty(&done.settings)
+                && !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_symlink()) =>
+        {
             let b = settings::backup_path(&file);
             std::fs::rename(&file, &b)
                 .map_err(|e| err(format!("cannot remove {}: {e}", file.display())))?;
