@@ -26,8 +26,9 @@ Exit codes:
 /// Take back what an agent did, from any shell, while it runs or after:
 /// `turnback undo` (its last change), `turnback rewind` (back to an earlier
 /// prompt), `turnback revert FILE` (one file), `turnback log` (what it did).
-/// Protect an agent once with `turnback install claude-code` (or codex,
-/// gemini, cursor); `turnback doctor` checks it.
+/// Protect the agents once with `turnback install` (every one found here) or
+/// `turnback install claude-code` (or codex, gemini, cursor, copilot, qwen,
+/// droid); `turnback doctor` checks it.
 #[derive(Debug, Parser)]
 #[command(name = "turnback", version, about, long_about, after_help = EXIT_CODES)]
 pub(crate) struct Cli {

@@ -17,11 +17,13 @@ pub fn tb(env: &Env, home: &Path, args: &[&str]) -> std::process::Output {
         .env("HOME", home)
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
+        .env_remove("COPILOT_HOME")
+        .env_remove("FACTORY_HOME_OVERRIDE")
         .env("TURNBACK_CODEX", home.join("no-codex-here"));
     run_with_input(c, b"")
 }
 
-fn ok(out: &std::process::Output) -> String {
+pub fn ok(out: &std::process::Output) -> String {
     assert!(
         out.status.success(),
         "{}",
@@ -30,12 +32,12 @@ fn ok(out: &std::process::Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-fn json_of(path: &Path) -> Value {
+pub fn json_of(path: &Path) -> Value {
     serde_json::from_str(&read_text(path)).unwrap()
 }
 
 /// The real binary's path, as install writes it.
-fn exe() -> String {
+pub fn exe() -> String {
     std::fs::canonicalize(bin())
         .unwrap()
         .to_string_lossy()

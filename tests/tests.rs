@@ -56,6 +56,8 @@ mod hooks;
 mod hook_hosts;
 // `turnback install`, `uninstall` and `doctor` on each agent's settings file.
 mod install;
+// `turnback install copilot|qwen|droid` and `turnback install` with no agent named.
+mod install_hosts;
 // A whole Claude Code session played through the hooks install wrote, then rewound from another process.
 mod claude_session;
 // A scripted model on 127.0.0.1 that the real agents talk to offline.

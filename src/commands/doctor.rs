@@ -34,6 +34,9 @@ struct Found {
 /// What doctor found.
 pub(crate) struct Diagnosis {
     found: Vec<Found>,
+    /// Every host turnback supports: (name, the file whose hooks it runs
+    /// here, or `None`: not protected).
+    hosts: Vec<(&'static str, Option<PathBuf>)>,
     home: PathBuf,
     store_problems: Vec<String>,
     store_notes: Vec<String>,
@@ -58,9 +61,15 @@ impl Report for Diagnosis {
                 })
             })
             .collect();
+        let hosts: Vec<Value> = self
+            .hosts
+            .iter()
+            .map(|(host, file)| json!({"host": host, "protected": file.is_some(), "file": file}))
+            .collect();
         Some(json!({
             "ok": self.problems() == 0 && !self.found.is_empty(),
             "agents": agents,
+            "hosts": hosts,
             "store": {"home": self.home, "problems": self.store_problems, "notes": self.store_notes},
             "last_hook_error": self.last_error,
         }))
@@ -89,6 +98,13 @@ impl Report for Diagnosis {
             for p in &f.problems {
                 t.push_str(&format!("  PROBLEM: {p}\n"));
             }
+        }
+        t.push_str("hosts (edits and shell commands):\n");
+        for (host, file) in &self.hosts {
+            t.push_str(&match file {
+                Some(f) => format!("  {host}: protected ({})\n", f.display()),
+                None => format!("  {host}: not protected\n"),
+            });
         }
         t.push_str(&format!("store: {}\n", self.home.display()));
         for n in &self.store_notes {
@@ -121,12 +137,7 @@ impl Report for Diagnosis {
 /// project's, the user's), each once.
 fn settings_files(ws: &Path) -> Vec<(Agent, PathBuf)> {
     let mut out: Vec<(Agent, PathBuf)> = Vec::new();
-    for agent in [
-        Agent::ClaudeCode,
-        Agent::Codex,
-        Agent::Gemini,
-        Agent::Cursor,
-    ] {
+    for agent in install::detect::AGENTS {
         for scope in [Scope::Default, Scope::Project, Scope::User] {
             if let Ok(f) = install::agent_hooks(agent).settings_file(scope, ws)
                 && !out.iter().any(|(a, g)| *a == agent && *g == f)
@@ -169,13 +180,43 @@ pub(crate) fn run(cli: &Cli, _: &DoctorArgs) -> Result<Diagnosis, CliError> {
         None => turnback_store::default_home().unwrap_or_else(|_| PathBuf::from("?")),
     };
     let (store_problems, store_notes) = check_home(&home);
+    let hosts = hosts(&found, &ws);
     Ok(Diagnosis {
+        hosts,
         found,
         last_error: last_error::read(&home),
         home,
         store_problems,
         store_notes,
     })
+}
+
+/// Every host turnback supports, and the file of turnback's hooks it runs
+/// here: its own, or for the hosts that read Claude Code's files (VS Code's
+/// Copilot agent, Copilot CLI), those.
+fn hosts(found: &[Found], ws: &Path) -> Vec<(&'static str, Option<PathBuf>)> {
+    let of = |agent: Agent, only_ws: bool| {
+        found
+            .iter()
+            .filter(|f| f.agent == agent && f.hooks > 0 && (!only_ws || f.file.starts_with(ws)))
+            .map(|f| f.file.clone())
+            .next()
+    };
+    let mut out: Vec<(&'static str, Option<PathBuf>)> = install::detect::AGENTS
+        .into_iter()
+        .map(|agent| {
+            let own = of(agent, false);
+            // Copilot CLI also runs the repository's Claude hooks (Cursor
+            // only when its third-party hooks are on: not counted).
+            let claude = match agent {
+                Agent::Copilot => of(Agent::ClaudeCode, true),
+                _ => None,
+            };
+            (agent.name(), own.or(claude))
+        })
+        .collect();
+    out.push(("vscode (Copilot agent)", of(Agent::ClaudeCode, false)));
+    out
 }
 
 /// The hooks of turnback's in one settings file, and what is wrong with them.

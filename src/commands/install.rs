@@ -11,16 +11,16 @@ use turnback::output::Out;
 use crate::cli::Cli;
 use crate::commands::CliError;
 use crate::hooks::event::Agent;
-use crate::install::{self, Change, Scope, claude, codex_trust, settings};
+use crate::install::{self, Change, Scope, claude, codex_trust, copilot, droid, settings};
 use crate::render::Report;
 
 // No doc comment: clap would make it the help line of both commands.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ScopeArgs {
-    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`)
+    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`, Copilot CLI `.github/hooks/turnback.json`, Qwen Code `.qwen/settings.json`, Droid `.factory/settings.json`)
     #[arg(long, conflicts_with = "user")]
     project: bool,
-    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`)
+    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`, `~/.copilot/hooks/turnback.json`, `~/.qwen/settings.json`, `~/.factory/settings.json`)
     #[arg(long)]
     user: bool,
 }
@@ -35,19 +35,19 @@ impl ScopeArgs {
     }
 }
 
-/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor)
+/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor, copilot, qwen, droid)
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n\nEvery other setting and hook is kept; running it again changes nothing."
+    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n  turnback install copilot              # ~/.copilot/hooks/turnback.json\n  turnback install                      # every agent found here (on PATH or by its directory)\n\nEvery other setting and hook is kept; running it again changes nothing."
 )]
 pub(crate) struct InstallArgs {
-    /// The agent
+    /// The agent (none: every agent found on this machine)
     #[arg(value_enum)]
-    agent: Agent,
+    agent: Option<Agent>,
     #[command(flatten)]
     scope: ScopeArgs,
     /// Print the settings as they would be; write nothing
-    #[arg(long)]
+    #[arg(long, requires = "agent")]
     print: bool,
 }
 
@@ -161,17 +161,119 @@ fn workspace(cli: &Cli) -> Result<PathBuf, CliError> {
     }
 }
 
-pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliError> {
-    let hooks = install::agent_hooks(args.agent);
+/// `turnback install`: the agent named, or every one found here.
+pub(crate) fn run(cli: &Cli, args: &InstallArgs) -> Result<Box<dyn Report>, CliError> {
+    match args.agent {
+        Some(agent) => Ok(Box::new(install(cli, agent, args)?)),
+        None => Ok(Box::new(install_found(cli, args))),
+    }
+}
+
+/// What `turnback install` with no agent did for each agent.
+pub(crate) struct EachAgent {
+    /// (agent, why it was found, what install did or why it failed).
+    agents: Vec<(Agent, Option<String>, Result<Installed, CliError>)>,
+}
+
+impl EachAgent {
+    fn status(found: &Option<String>, done: &Result<Installed, CliError>) -> &'static str {
+        match (found, done) {
+            (None, _) => "not found",
+            (Some(_), Err(_)) => "refused",
+            (Some(_), Ok(i)) if i.changes.is_empty() => "already protected",
+            (Some(_), Ok(_)) => "protected",
+        }
+    }
+}
+
+impl Report for EachAgent {
+    fn json(&self) -> Option<Value> {
+        let agents: Vec<Value> = self
+            .agents
+            .iter()
+            .map(|(agent, found, done)| {
+                let mut v = json!({
+                    "agent": agent.name(),
+                    "status": Self::status(found, done),
+                    "found": found,
+                });
+                match done {
+                    Ok(i) if found.is_some() => v["install"] = i.json().unwrap_or(Value::Null),
+                    Err(e) if found.is_some() => v["error"] = e.message().into(),
+                    _ => {}
+                }
+                v
+            })
+            .collect();
+        Some(json!({ "agents": agents }))
+    }
+
+    fn text(&self, _: &Out) -> String {
+        let mut t = String::new();
+        for (agent, found, done) in &self.agents {
+            let status = Self::status(found, done);
+            t.push_str(&match (found, done) {
+                (None, _) => format!("{}: not found\n", agent.name()),
+                (Some(_), Err(e)) => format!("{}: refused: {}\n", agent.name(), e.message()),
+                (Some(_), Ok(i)) => {
+                    format!("{}: {status} ({})\n", agent.name(), i.file.display())
+                }
+            });
+            if let Ok(i) = done {
+                for w in &i.warnings {
+                    t.push_str(&format!("  warning: {w}\n"));
+                }
+            }
+        }
+        if self.agents.iter().all(|(_, f, _)| f.is_none()) {
+            t.push_str("no agent found: name one (`turnback install claude-code`)\n");
+        }
+        t
+    }
+}
+
+/// Installs into every agent found here, each on its own: one refused does
+/// not stop the others.
+fn install_found(cli: &Cli, args: &InstallArgs) -> EachAgent {
+    let agents = install::detect::AGENTS
+        .into_iter()
+        .map(|agent| {
+            let found = install::detect::found(agent);
+            let done = match &found {
+                Some(_) => install(cli, agent, args),
+                None => Err(err(String::new())),
+            };
+            (agent, found, done)
+        })
+        .collect();
+    EachAgent { agents }
+}
+
+fn install(cli: &Cli, agent: Agent, args: &InstallArgs) -> Result<Installed, CliError> {
+    let hooks = install::agent_hooks(agent);
     let ws = workspace(cli)?;
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let exe = this_binary()?;
+    // Where Droid would ignore them, no hooks are written.
+    if agent == Agent::Droid
+        && let Some(h) = droid::hooks_json_beside(&file)
+    {
+        return Err(CliError::new(
+            format!(
+                "{} is there: Droid reads its hooks from that file alone, and ignores those in {}",
+                h.display(),
+                file.display()
+            ),
+            Some("nothing was changed: turnback does not write Droid's hooks.json yet".into()),
+        ));
+    }
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
+    refuse_if_not_ours(agent, &file, &s)?;
     let done = install::install_into(&s, hooks, &hooks.wanted(&exe))
         .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let mut report = Installed {
-        agent: args.agent,
+        agent,
         file: file.clone(),
         changes: done.changes,
         commands: Vec::new(),
@@ -188,7 +290,7 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
     if let Some(text) = &done.text {
         report.backup = settings::write(&file, &s, text).map_err(err)?;
     }
-    match args.agent {
+    match agent {
         Agent::ClaudeCode => {
             let dir = claude::commands_dir(scope, &ws).map_err(err)?;
             report.commands = write_commands(&dir, &exe)?;
@@ -207,9 +309,24 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<Installed, CliErr
                 "Codex was not found (set TURNBACK_CODEX or put `codex` on PATH), so its trust in these hooks is not recorded: Codex skips them until you trust them in its /hooks, or run this again".into(),
             ),
         },
-        Agent::Gemini | Agent::Cursor => {}
+        Agent::Gemini | Agent::Cursor | Agent::Copilot | Agent::Qwen | Agent::Droid => {}
     }
     Ok(report)
+}
+
+/// Copilot CLI's hooks file is turnback's own: one of that name holding
+/// anything else is the user's, and refused untouched.
+fn refuse_if_not_ours(agent: Agent, file: &Path, s: &settings::Settings) -> Result<(), CliError> {
+    if agent != Agent::Copilot {
+        return Ok(());
+    }
+    match copilot::not_ours(&s.map) {
+        None => Ok(()),
+        Some(why) => Err(CliError::new(
+            format!("{} is not turnback's: {why}", file.display()),
+            Some("nothing was changed; move it aside (or rename it) and run this again".into()),
+        )),
+    }
 }
 
 /// Writes the slash commands into `dir`; a file of the same name that is
@@ -245,9 +362,22 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, Cl
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
+    refuse_if_not_ours(args.agent, &file, &s)?;
     let done = install::uninstall_from(&s, hooks)
         .map_err(|e| err(format!("cannot change {}: {e}", file.display())))?;
     let backup = match &done.text {
+        // turnback's own file, left with nothing in it: it goes, kept as
+        // the backup (a link is written through, as ever: the user's).
+        Some(_)
+            if args.agent == Agent::Copilot
+                && copilot::is_empty(&done.settings)
+                && !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_symlink()) =>
+        {
+            let b = settings::backup_path(&file);
+            std::fs::rename(&file, &b)
+                .map_err(|e| err(format!("cannot remove {}: {e}", file.display())))?;
+            Some(b)
+        }
         Some(text) => settings::write(&file, &s, text).map_err(err)?,
         None => None,
     };

@@ -184,7 +184,7 @@ fn dispatch(
         Command::Demo(args) => return demo::run(render.style(), args).map(boxed),
         Command::Completions(args) => return completions::run(args).map(boxed),
         Command::Man(args) => return man::run(args).map(boxed),
-        Command::Install(args) => return install::install(cli, args).map(boxed),
+        Command::Install(args) => return install::run(cli, args),
         Command::Uninstall(args) => return install::uninstall(cli, args).map(boxed),
         Command::Doctor(args) => return doctor::run(cli, args).map(boxed),
         Command::Serve(args) => return serve::run(cli, args).map(boxed),

@@ -13,6 +13,13 @@ pub(crate) enum Agent {
     // Code's, which `claude-code` recognises. (No doc comment: clap would
     // show it beside the value.)
     Cursor,
+    // GitHub Copilot CLI's own hooks file (`~/.copilot/hooks/turnback.json`);
+    // it also runs Claude Code's, which `claude-code` recognises.
+    Copilot,
+    // Qwen Code (`.qwen/settings.json`), Claude-shaped.
+    Qwen,
+    // Factory Droid (`~/.factory/settings.json`), Claude-shaped.
+    Droid,
 }
 
 impl Agent {
@@ -23,6 +30,9 @@ impl Agent {
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
             Agent::Cursor => "cursor",
+            Agent::Copilot => "copilot",
+            Agent::Qwen => "qwen",
+            Agent::Droid => "droid",
         }
     }
 }

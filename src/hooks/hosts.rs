@@ -16,6 +16,11 @@
 //!   (`Write`, `StrReplace`, `Delete`, `ApplyPatch`, `Shell`), its event names
 //!   (`preToolUse`) or Claude's.
 //!
+//! Qwen Code and Factory Droid send Claude's envelope from settings of their
+//! own (`turnback hook qwen`, `turnback hook droid`), with their tools: Qwen
+//! `write_file`, `edit` (once `replace`), `run_shell_command`; Droid `Create`,
+//! `Edit`, `ApplyPatch`, `Execute`.
+//!
 //! Each is parsed into the same event as Claude Code's, so its edits and shell
 //! commands are protected; a tool turnback does not need is passed over in
 //! silence, as Claude Code's are.
@@ -35,6 +40,10 @@ pub(crate) enum Host {
     VsCode,
     CopilotCli,
     Cursor,
+    /// Qwen Code, through its own settings (`turnback hook qwen`).
+    Qwen,
+    /// Factory Droid, through its own settings (`turnback hook droid`).
+    Droid,
 }
 
 /// VS Code's file tools (and their names as the extension contributes them).
@@ -101,6 +110,8 @@ impl Host {
             Host::VsCode => "vscode",
             Host::CopilotCli => "copilot-cli",
             Host::Cursor => "cursor",
+            Host::Qwen => "qwen",
+            Host::Droid => "droid",
         }
     }
 }
@@ -310,6 +321,12 @@ fn tool_of(host: Host, name: &str, input: &Value, cwd: &Path) -> Result<Tool, Ba
             | "NotebookEdit",
         ) => one(),
         (Host::Cursor, "Shell" | "Bash") => shell(),
+        // Qwen Code: Gemini CLI's tools (`edit` was `replace`).
+        (Host::Qwen, "write_file" | "edit" | "replace") => one(),
+        (Host::Qwen, "run_shell_command") => shell(),
+        (Host::Droid, "ApplyPatch") => patch(input, &PATHS, cwd),
+        (Host::Droid, "Create" | "Edit" | "MultiEdit" | "Write") => one(),
+        (Host::Droid, "Execute") => shell(),
         _ => Ok(Tool::Untracked),
     }
 }

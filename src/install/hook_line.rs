@@ -43,7 +43,11 @@ pub(crate) fn of(handler: &Value, agent: &str) -> Option<HookLine> {
 /// The words a handler runs: its binary and `args` (exec form), or its shell
 /// command line split into words.
 fn words(handler: &Value) -> Option<Vec<String>> {
-    let command = handler.get("command")?.as_str()?;
+    // Copilot CLI's handlers have their command line in `bash`.
+    let command = handler
+        .get("command")
+        .or_else(|| handler.get("bash"))?
+        .as_str()?;
     match handler.get("args") {
         Some(Value::Array(args)) => std::iter::once(Some(command.to_owned()))
             .chain(args.iter().map(|a| a.as_str().map(str::to_owned)))
@@ -68,7 +72,10 @@ pub(crate) fn with_flags(handler: &Value, flags: &[String]) -> Value {
     }
     if let Some(Value::Array(args)) = h.get_mut("args") {
         args.extend(flags.iter().map(|f| Value::from(f.as_str())));
-    } else if let Some(Value::String(command)) = h.get_mut("command") {
+    } else if let Some(Value::String(command)) = match h.get("command") {
+        Some(_) => h.get_mut("command"),
+        None => h.get_mut("bash"),
+    } {
         // Flags are `--` and lower-case letters, digits and dashes: no
         // quoting needed.
         for f in flags {

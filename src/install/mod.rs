@@ -2,19 +2,25 @@
 //! settings file, every other setting and hook kept. Claude Code, Codex and
 //! Gemini CLI keep hooks in the same JSON shape, `{"hooks": {EVENT:
 //! [{"matcher": M, "hooks": [HANDLER]}]}}`; Cursor without the group,
-//! `{"hooks": {EVENT: [HANDLER]}}`, the matcher in the handler ([`Layout`]).
-//! Each agent's module says which events, which matcher and what a handler
-//! looks like (`claude.rs`, `codex.rs`, `gemini.rs`, `cursor.rs`);
+//! `{"hooks": {EVENT: [HANDLER]}}`, the matcher in the handler ([`Layout`]);
+//! Copilot CLI the same, in a file of turnback's own. Each agent's module
+//! says which events, which matcher and what a handler looks like
+//! (`claude.rs`, `codex.rs`, `gemini.rs`, `cursor.rs`, `copilot.rs`,
+//! `qwen.rs`, `droid.rs`);
 //! `hook_line.rs` tells turnback's handlers from anyone else's by their shape.
 
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod codex_trust;
+pub(crate) mod copilot;
 pub(crate) mod cursor;
+pub(crate) mod detect;
+pub(crate) mod droid;
 pub(crate) mod edit;
 pub(crate) mod gemini;
 pub(crate) mod hook_line;
 pub(crate) mod jsonc;
+pub(crate) mod qwen;
 pub(crate) mod settings;
 pub(crate) mod splice;
 
@@ -99,6 +105,9 @@ pub(crate) fn agent_hooks(agent: Agent) -> &'static dyn AgentHooks {
         Agent::Codex => &codex::Codex,
         Agent::Gemini => &gemini::Gemini,
         Agent::Cursor => &cursor::Cursor,
+        Agent::Copilot => &copilot::Copilot,
+        Agent::Qwen => &qwen::Qwen,
+        Agent::Droid => &droid::Droid,
     }
 }
 
