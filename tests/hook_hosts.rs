@@ -313,3 +313,76 @@ fn cursor_with_claude_event_names_is_protected_the_same() {
         )]
     );
 }
+
+const OPENCODE_SESSION: &str = "ses_5a1e3c2b7ffeQk2T9vX4mN8pLr";
+
+/// opencode, through turnback's plugin (`turnback hook opencode`): the
+/// events the plugin sends for a write, an edit, a failed edit, two calls
+/// of one reply at once (before, before, after, after) and a bash command
+/// are each recorded under the call's id, and undo one by one.
+#[test]
+fn opencode_plugin_events_protect_writes_edits_parallel_calls_and_bash() {
+    let env = Env::new();
+    let send = |name: &str| quiet_hook(&env, "opencode", &event(&env, "opencode", name));
+    let write = |name: &str, text: &str| std::fs::write(env.path(name), text).unwrap();
+    send("UserPromptSubmit");
+    send("PreToolUse-write");
+    write("hello.txt", "hello\n");
+    send("PostToolUse-write");
+    send("PreToolUse-edit");
+    write("hello.txt", "hello world\n");
+    send("PostToolUse-edit");
+    // A failed edit changed nothing: no entry.
+    send("PreToolUse-edit-failed");
+    send("PostToolUseFailure-edit-failed");
+    assert_eq!(entries(&env, OPENCODE_SESSION).len(), 2);
+    // Two calls at once: the second's before leaves the first's backup open.
+    send("PreToolUse-write-a");
+    send("PreToolUse-write-b");
+    write("a.txt", "A\n");
+    write("b.txt", "B\n");
+    send("PostToolUse-write-a");
+    send("PostToolUse-write-b");
+    let got = entries(&env, OPENCODE_SESSION);
+    let ids: Vec<(&str, &str, bool)> = got
+        .iter()
+        .map(|(m, p, c)| (m.as_str(), p.as_str(), *c))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("toolu_01Wr1te", "hello.txt", true),
+            ("toolu_02Ed1t", "hello.txt", true),
+            ("toolu_04Par4", "a.txt", true),
+            ("toolu_05Par5", "b.txt", true),
+        ]
+    );
+    send("PreToolUse-bash");
+    let mut sh = std::process::Command::new("sh");
+    sh.current_dir(env.ws.path()).args([
+        "-c",
+        "sed -i 's/world/there/' hello.txt && echo made > made.txt",
+    ]);
+    assert!(sh.status().unwrap().success());
+    send("PostToolUse-bash");
+    send("PreToolUse-apply_patch");
+    write("hello.txt", "patched\n");
+    send("PostToolUse-apply_patch");
+    send("Stop");
+    let got = entries(&env, OPENCODE_SESSION);
+    assert!(got.iter().all(|e| e.2), "{got:?}");
+    undo(&env, OPENCODE_SESSION);
+    assert_eq!(read_text(env.path("hello.txt")), "hello there\n");
+    undo(&env, OPENCODE_SESSION);
+    assert_eq!(read_text(env.path("hello.txt")), "hello world\n");
+    assert!(!env.path("made.txt").exists());
+    undo(&env, OPENCODE_SESSION);
+    assert!(!env.path("b.txt").exists());
+    assert!(env.path("a.txt").exists());
+    undo(&env, OPENCODE_SESSION);
+    assert!(!env.path("a.txt").exists());
+    undo(&env, OPENCODE_SESSION);
+    assert_eq!(read_text(env.path("hello.txt")), "hello\n");
+    undo(&env, OPENCODE_SESSION);
+    assert!(!env.path("hello.txt").exists());
+}

@@ -380,6 +380,7 @@ fn install_with_no_agent_protects_each_agent_found_and_doctor_lists_every_host()
         "copilot: not found".to_owned(),
         format!("qwen: protected ({})", qwen.display()),
         format!("droid: protected ({})", factory.display()),
+        "opencode: not found".to_owned(),
     ] {
         assert!(said.lines().any(|l| l == line), "{line}:\n{said}");
     }
@@ -416,6 +417,7 @@ fn install_with_no_agent_protects_each_agent_found_and_doctor_lists_every_host()
         "codex",
         "cursor",
         "copilot",
+        "opencode",
         "vscode (Copilot agent)",
     ] {
         assert!(
@@ -428,9 +430,133 @@ fn install_with_no_agent_protects_each_agent_found_and_doctor_lists_every_host()
         "{said}"
     );
     let v: Value = serde_json::from_str(&run(&["doctor", "--json"])).unwrap();
-    assert_eq!(v["hosts"].as_array().unwrap().len(), 8, "{v}");
+    assert_eq!(v["hosts"].as_array().unwrap().len(), 9, "{v}");
     // --print needs an agent.
     let mut c = env.cmd(None);
     c.args(["install", "--print"]).env("HOME", home.path());
     assert_eq!(run_with_input(c, b"").status.code(), Some(2));
+}
+
+#[test]
+fn opencode_install_writes_its_plugin_keeps_a_flag_refuses_a_foreign_file_and_uninstalls_it() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    // The commands run with `XDG_CONFIG_HOME` set: opencode's directory is there.
+    let file = env.config_home().join("opencode/plugins/turnback.ts");
+    let printed = ok(&tb(&env, home.path(), &["install", "opencode", "--print"]));
+    assert!(!file.exists(), "--print wrote {}", file.display());
+    let said = ok(&tb(&env, home.path(), &["install", "opencode"]));
+    assert!(said.contains(&file.display().to_string()), "{said}");
+    let text = read_text(&file);
+    assert_eq!(text, printed);
+    // It imports nothing, and runs turnback's hook line.
+    assert!(!text.contains("import "), "{text}");
+    let line = format!(
+        "const TURNBACK_COMMAND = [\"{}\",\"hook\",\"opencode\"];",
+        exe()
+    );
+    assert!(text.contains(&line), "{text}");
+    for hook in [
+        "\"tool.execute.before\"",
+        "\"tool.execute.after\"",
+        "\"chat.message\"",
+        "session.idle",
+    ] {
+        assert!(text.contains(hook), "{hook}");
+    }
+    let said = ok(&tb(&env, home.path(), &["install", "opencode"]));
+    assert!(said.contains("nothing changed"), "{said}");
+
+    // A flag the user added survives a reinstall.
+    let strict = text.replace("\"opencode\"];", "\"opencode\",\"--strict\"];");
+    std::fs::write(&file, &strict).unwrap();
+    ok(&tb(&env, home.path(), &["install", "opencode"]));
+    assert_eq!(read_text(&file), strict);
+    let doctor = ok(&tb(&env, home.path(), &["doctor"]));
+    assert!(doctor.contains("opencode: protected"), "{doctor}");
+
+    // --project: the workspace's .opencode/plugins/.
+    ok(&tb(
+        &env,
+        home.path(),
+        &["install", "opencode", "--project"],
+    ));
+    assert!(env.path(".opencode/plugins/turnback.ts").exists());
+
+    // Uninstall deletes turnback's file alone.
+    std::fs::write(
+        file.with_file_name("mine.ts"),
+        "export const Mine = async () => ({})\n",
+    )
+    .unwrap();
+    let said = ok(&tb(&env, home.path(), &["uninstall", "opencode"]));
+    assert!(said.contains("removed"), "{said}");
+    assert!(!file.exists());
+    assert!(file.with_file_name("mine.ts").exists());
+
+    // A file of that name that is not turnback's is refused, untouched.
+    let mine = "export const Mine = async () => ({})\n";
+    std::fs::write(&file, mine).unwrap();
+    for args in [&["install", "opencode"][..], &["uninstall", "opencode"][..]] {
+        let out = tb(&env, home.path(), args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not turnback's"));
+        assert_eq!(read_text(&file), mine);
+    }
+}
+
+/// The plugin install wrote, run by node (when it is on PATH) through a
+/// harness that calls its hooks as opencode would: each call recorded under
+/// its own id, and a throw in `tool.execute.before` only when the command
+/// exits 2.
+#[test]
+fn opencode_plugin_run_by_node_records_each_call_and_throws_only_on_exit_2() {
+    let has_node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_node {
+        eprintln!("node is not on PATH: the plugin is not run");
+        return;
+    }
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    ok(&tb(&env, home.path(), &["install", "opencode"]));
+    let text = read_text(env.config_home().join("opencode/plugins/turnback.ts"));
+    let dir = tempfile::tempdir().unwrap();
+    let harness = crate::hooks::fixtures().join("opencode/harness.mjs");
+    let run = |plugin: &str, mode: &str| {
+        let file = dir.path().join(format!("{mode}.mjs"));
+        std::fs::write(&file, plugin).unwrap();
+        let mut c = env.command("node", None);
+        c.arg(&harness).arg(&file).arg(env.ws.path()).arg(mode);
+        ok(&run_with_input(c, b""))
+    };
+    assert_eq!(run(&text, "calls").trim(), "done");
+    let s = env.store().open_session("ses_stub1").unwrap();
+    let got: Vec<(String, String, bool)> = s
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.message_id.clone(), e.path.clone(), e.is_committed()))
+        .collect();
+    let want = [("c1", "x.txt", true), ("c2", "y.txt", true)];
+    let want: Vec<(String, String, bool)> = want
+        .iter()
+        .map(|(m, p, c)| ((*m).to_owned(), (*p).to_owned(), *c))
+        .collect();
+    assert_eq!(got, want);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("const TURNBACK_COMMAND"))
+        .unwrap();
+    for (code, want) in [
+        ("2", "thrown: no"),
+        ("1", "not thrown"),
+        ("0", "not thrown"),
+    ] {
+        let cmd = format!("const TURNBACK_COMMAND = [\"sh\",\"-c\",\"echo no >&2; exit {code}\"];");
+        let said = run(&text.replace(line, &cmd), "block");
+        assert_eq!(said.trim(), want, "exit {code}");
+    }
 }

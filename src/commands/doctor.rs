@@ -13,7 +13,7 @@ use crate::cli::Cli;
 use crate::commands::CliError;
 use crate::hooks::event::Agent;
 use crate::hooks::last_error;
-use crate::install::{self, Scope, codex_trust, settings};
+use crate::install::{self, Scope, codex_trust};
 use crate::render::Report;
 
 /// Check that turnback protects the agents here: hooks, binary, store, locks
@@ -156,7 +156,7 @@ pub(crate) fn installed(ws: &Path) -> Vec<(Agent, PathBuf, usize)> {
         .into_iter()
         .filter_map(|(agent, file)| {
             let hooks = install::agent_hooks(agent);
-            let s = settings::read(&file, hooks.comments()).ok()?.map;
+            let s = install::read_map(agent, &file).ok()?;
             let n = install::ours_in(&s, hooks.layout(), &|h| hooks.is_ours(h)).len();
             (n > 0).then_some((agent, file, n))
         })
@@ -225,8 +225,8 @@ fn check_file(agent: Agent, file: &Path, ws: &Path) -> Option<Found> {
         return None;
     }
     let hooks = install::agent_hooks(agent);
-    let s = match settings::read(file, hooks.comments()) {
-        Ok(s) => s.map,
+    let s = match install::read_map(agent, file) {
+        Ok(s) => s,
         Err(e) => {
             return Some(Found {
                 agent,

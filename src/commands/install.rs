@@ -11,16 +11,18 @@ use turnback::output::Out;
 use crate::cli::Cli;
 use crate::commands::CliError;
 use crate::hooks::event::Agent;
-use crate::install::{self, Change, Scope, claude, codex_trust, copilot, droid, settings};
+use crate::install::{
+    self, Change, Scope, claude, codex_trust, copilot, droid, opencode, settings,
+};
 use crate::render::Report;
 
 // No doc comment: clap would make it the help line of both commands.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ScopeArgs {
-    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`, Copilot CLI `.github/hooks/turnback.json`, Qwen Code `.qwen/settings.json`, Droid `.factory/settings.json`)
+    /// The workspace's committed settings (Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI `.gemini/settings.json`, Cursor `.cursor/hooks.json`, Copilot CLI `.github/hooks/turnback.json`, Qwen Code `.qwen/settings.json`, Droid `.factory/settings.json`, opencode `.opencode/plugins/turnback.ts`)
     #[arg(long, conflicts_with = "user")]
     project: bool,
-    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`, `~/.copilot/hooks/turnback.json`, `~/.qwen/settings.json`, `~/.factory/settings.json`)
+    /// The user's settings, for every workspace (`~/.claude/settings.json`, `~/.codex/hooks.json`, `~/.gemini/settings.json`, `~/.cursor/hooks.json`, `~/.copilot/hooks/turnback.json`, `~/.qwen/settings.json`, `~/.factory/settings.json`, `~/.config/opencode/plugins/turnback.ts`)
     #[arg(long)]
     user: bool,
 }
@@ -35,10 +37,10 @@ impl ScopeArgs {
     }
 }
 
-/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor, copilot, qwen, droid)
+/// Protect an agent with turnback's hooks (claude-code, codex, gemini, cursor, copilot, qwen, droid, opencode)
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n  turnback install copilot              # ~/.copilot/hooks/turnback.json\n  turnback install                      # every agent found here (on PATH or by its directory)\n\nEvery other setting and hook is kept; running it again changes nothing."
+    after_help = "Examples:\n  turnback install claude-code          # .claude/settings.local.json of this workspace\n  turnback install codex                # ~/.codex/hooks.json, and Codex's trust in them\n  turnback install gemini --print       # show the settings, write nothing\n  turnback install cursor               # .cursor/hooks.json of this workspace\n  turnback install copilot              # ~/.copilot/hooks/turnback.json\n  turnback install opencode             # ~/.config/opencode/plugins/turnback.ts\n  turnback install                      # every agent found here (on PATH or by its directory)\n\nEvery other setting and hook is kept; running it again changes nothing."
 )]
 pub(crate) struct InstallArgs {
     /// The agent (none: every agent found on this machine)
@@ -255,6 +257,9 @@ fn install(cli: &Cli, agent: Agent, args: &InstallArgs) -> Result<Installed, Cli
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
     let exe = this_binary()?;
+    if agent == Agent::Opencode {
+        return install_plugin(agent, file, &exe, args.print);
+    }
     // Where Droid would ignore them, no hooks are written.
     if agent == Agent::Droid
         && let Some(h) = droid::hooks_json_beside(&file)
@@ -309,7 +314,12 @@ fn install(cli: &Cli, agent: Agent, args: &InstallArgs) -> Result<Installed, Cli
                 "Codex was not found (set TURNBACK_CODEX or put `codex` on PATH), so its trust in these hooks is not recorded: Codex skips them until you trust them in its /hooks, or run this again".into(),
             ),
         },
-        Agent::Gemini | Agent::Cursor | Agent::Copilot | Agent::Qwen | Agent::Droid => {}
+        Agent::Gemini
+        | Agent::Cursor
+        | Agent::Copilot
+        | Agent::Qwen
+        | Agent::Droid
+        | Agent::Opencode => {}
     }
     Ok(report)
 }
@@ -361,6 +371,9 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, Cl
     let ws = workspace(cli)?;
     let scope = args.scope.scope();
     let file = hooks.settings_file(scope, &ws).map_err(err)?;
+    if args.agent == Agent::Opencode {
+        return uninstall_plugin(args.agent, file);
+    }
     let s = settings::read(&file, hooks.comments()).map_err(err)?;
     refuse_if_not_ours(args.agent, &file, &s)?;
     let done = install::uninstall_from(&s, hooks)
@@ -405,6 +418,113 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<Installed, Cl
         trusted: Vec::new(),
         warnings: Vec::new(),
         backup,
+        printed: None,
+    })
+}
+
+/// The plugin at `file`, turnback's or absent; one of the user's is refused
+/// untouched.
+fn our_plugin(file: &Path) -> Result<opencode::Plugin, CliError> {
+    match opencode::read(file).map_err(err)? {
+        opencode::Plugin::Foreign(why) => Err(CliError::new(
+            format!("{} is not turnback's: {why}", file.display()),
+            Some("nothing was changed; move it aside (or rename it) and run this again".into()),
+        )),
+        p => Ok(p),
+    }
+}
+
+/// One change per event the plugin hooks.
+fn plugin_changes(what: &'static str) -> Vec<Change> {
+    opencode::events()
+        .iter()
+        .map(|e| Change {
+            what,
+            event: (*e).to_owned(),
+            matcher: None,
+        })
+        .collect()
+}
+
+/// `install opencode`: turnback's plugin written (or rewritten, the flags
+/// the user added to its command kept), or with `print` shown.
+fn install_plugin(
+    agent: Agent,
+    file: PathBuf,
+    exe: &Path,
+    print: bool,
+) -> Result<Installed, CliError> {
+    let old = our_plugin(&file)?;
+    let flags = match &old {
+        opencode::Plugin::Ours(h) => install::hook_line::flags(h),
+        _ => Vec::new(),
+    };
+    let wanted = install::agent_hooks(agent).wanted(exe);
+    let handler = install::hook_line::with_flags(&wanted[0].handler, &flags);
+    let text = opencode::text(&opencode::words_of(&handler));
+    let before = std::fs::read_to_string(&file).ok();
+    let changes = match (&old, before.as_deref() == Some(text.as_str())) {
+        (_, true) => Vec::new(),
+        (opencode::Plugin::Ours(_), false) => plugin_changes("updated"),
+        _ => plugin_changes("added"),
+    };
+    let mut report = Installed {
+        agent,
+        file: file.clone(),
+        changes,
+        commands: Vec::new(),
+        trusted: Vec::new(),
+        warnings: Vec::new(),
+        backup: None,
+        printed: None,
+    };
+    if print {
+        let settings = opencode::as_settings(&opencode::Plugin::Ours(handler));
+        report.printed = Some((Value::Object(settings), text));
+        return Ok(report);
+    }
+    if !report.changes.is_empty() {
+        write_plugin(&file, &text)?;
+    }
+    Ok(report)
+}
+
+/// Puts `text` at `file` through a temporary renamed over it.
+fn write_plugin(file: &Path, text: &str) -> Result<(), CliError> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let temp = dir.join(format!(
+        ".{}.turnback-{}.tmp",
+        opencode::FILE,
+        std::process::id()
+    ));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&temp, text))
+        .and_then(|()| std::fs::rename(&temp, file))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            err(format!("cannot write {}: {e}", file.display()))
+        })
+}
+
+/// `uninstall opencode`: turnback's plugin deleted; anything else at its
+/// path is refused untouched.
+fn uninstall_plugin(agent: Agent, file: PathBuf) -> Result<Installed, CliError> {
+    let changes = match our_plugin(&file)? {
+        opencode::Plugin::Ours(_) => {
+            std::fs::remove_file(&file)
+                .map_err(|e| err(format!("cannot remove {}: {e}", file.display())))?;
+            plugin_changes("removed")
+        }
+        _ => Vec::new(),
+    };
+    Ok(Installed {
+        agent,
+        file,
+        changes,
+        commands: Vec::new(),
+        trusted: Vec::new(),
+        warnings: Vec::new(),
+        backup: None,
         printed: None,
     })
 }

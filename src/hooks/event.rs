@@ -20,6 +20,9 @@ pub(crate) enum Agent {
     Qwen,
     // Factory Droid (`~/.factory/settings.json`), Claude-shaped.
     Droid,
+    // opencode, through turnback's plugin (`turnback.ts`), which sends a
+    // Claude-shaped event per tool call.
+    Opencode,
 }
 
 impl Agent {
@@ -33,6 +36,7 @@ impl Agent {
             Agent::Copilot => "copilot",
             Agent::Qwen => "qwen",
             Agent::Droid => "droid",
+            Agent::Opencode => "opencode",
         }
     }
 }

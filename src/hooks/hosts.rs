@@ -19,7 +19,11 @@
 //! Qwen Code and Factory Droid send Claude's envelope from settings of their
 //! own (`turnback hook qwen`, `turnback hook droid`), with their tools: Qwen
 //! `write_file`, `edit` (once `replace`), `run_shell_command`; Droid `Create`,
-//! `Edit`, `ApplyPatch`, `Execute`.
+//! `Edit`, `ApplyPatch`, `Execute`. opencode's plugin (`turnback hook
+//! opencode`, `install/opencode.rs`) sends the same envelope with opencode's
+//! tools: `write` and `edit` (`filePath`), `apply_patch` (`patchText`),
+//! `bash` (`command`); each call in a context of its own (`agent_id` is its
+//! call id), since opencode runs the calls of one reply at once.
 //!
 //! Each is parsed into the same event as Claude Code's, so its edits and shell
 //! commands are protected; a tool turnback does not need is passed over in
@@ -44,6 +48,8 @@ pub(crate) enum Host {
     Qwen,
     /// Factory Droid, through its own settings (`turnback hook droid`).
     Droid,
+    /// opencode, through turnback's plugin (`turnback hook opencode`).
+    Opencode,
 }
 
 /// VS Code's file tools (and their names as the extension contributes them).
@@ -112,6 +118,7 @@ impl Host {
             Host::Cursor => "cursor",
             Host::Qwen => "qwen",
             Host::Droid => "droid",
+            Host::Opencode => "opencode",
         }
     }
 }
@@ -327,6 +334,9 @@ fn tool_of(host: Host, name: &str, input: &Value, cwd: &Path) -> Result<Tool, Ba
         (Host::Droid, "ApplyPatch") => patch(input, &PATHS, cwd),
         (Host::Droid, "Create" | "Edit" | "MultiEdit" | "Write") => one(),
         (Host::Droid, "Execute") => shell(),
+        (Host::Opencode, "apply_patch") => patch(input, &PATHS, cwd),
+        (Host::Opencode, "write" | "edit" | "multiedit") => one(),
+        (Host::Opencode, "bash") => shell(),
         _ => Ok(Tool::Untracked),
     }
 }
@@ -364,7 +374,7 @@ fn paths_of(items: Vec<&Value>, keys: &[&str], cwd: &Path) -> Result<Tool, BadEv
 fn patch(input: &Value, keys: &[&str], cwd: &Path) -> Result<Tool, BadEvent> {
     let text = match input {
         Value::String(s) => Some(s.as_str()),
-        _ => ["input", "patch", "command"]
+        _ => ["input", "patch", "patchText", "command"]
             .iter()
             .find_map(|k| input.get(*k).and_then(Value::as_str)),
     };

@@ -1,4 +1,4 @@
-//! The agents' hooks (`turnback hook claude-code|codex|gemini|cursor|copilot|qwen|droid`): each agent's
+//! The agents' hooks (`turnback hook claude-code|codex|gemini|cursor|copilot|qwen|droid|opencode`): each agent's
 //! payload parsed into one event type (`event.rs`), then applied to the store
 //! (`apply.rs`). A hook never breaks its agent: whatever happens it exits 0
 //! (unless `--strict` asks that a failed backup block the tool), prints
@@ -29,5 +29,6 @@ pub(crate) fn parse(agent: Agent, payload: &Payload) -> Result<HookEvent, BadEve
         Agent::Copilot => hosts::parse(hosts::Host::CopilotCli, payload),
         Agent::Qwen => hosts::parse(hosts::Host::Qwen, payload),
         Agent::Droid => hosts::parse(hosts::Host::Droid, payload),
+        Agent::Opencode => hosts::parse(hosts::Host::Opencode, payload),
     }
 }

@@ -8,7 +8,7 @@ use crate::hooks::event::Agent;
 
 /// Every agent turnback installs into, in the order install and doctor list
 /// them.
-pub(crate) const AGENTS: [Agent; 7] = [
+pub(crate) const AGENTS: [Agent; 8] = [
     Agent::ClaudeCode,
     Agent::Codex,
     Agent::Gemini,
@@ -16,6 +16,7 @@ pub(crate) const AGENTS: [Agent; 7] = [
     Agent::Copilot,
     Agent::Qwen,
     Agent::Droid,
+    Agent::Opencode,
 ];
 
 /// The programs that are `agent`.
@@ -28,6 +29,7 @@ fn programs(agent: Agent) -> &'static [&'static str] {
         Agent::Copilot => &["copilot"],
         Agent::Qwen => &["qwen"],
         Agent::Droid => &["droid"],
+        Agent::Opencode => &["opencode"],
     }
 }
 
@@ -41,6 +43,8 @@ fn config_dir(agent: Agent) -> Option<PathBuf> {
         Agent::Copilot => (Some("COPILOT_HOME"), ".copilot"),
         Agent::Qwen => (None, ".qwen"),
         Agent::Droid => (Some("FACTORY_HOME_OVERRIDE"), ".factory"),
+        // `$XDG_CONFIG_HOME/opencode`, else `~/.config/opencode`.
+        Agent::Opencode => return super::opencode::user_dir(),
     };
     if let Some(v) = var.and_then(std::env::var_os).filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(v));

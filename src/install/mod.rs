@@ -6,7 +6,8 @@
 //! Copilot CLI the same, in a file of turnback's own. Each agent's module
 //! says which events, which matcher and what a handler looks like
 //! (`claude.rs`, `codex.rs`, `gemini.rs`, `cursor.rs`, `copilot.rs`,
-//! `qwen.rs`, `droid.rs`);
+//! `qwen.rs`, `droid.rs`); opencode has a plugin of turnback's own instead
+//! (`opencode.rs`), read here as the hooks it holds;
 //! `hook_line.rs` tells turnback's handlers from anyone else's by their shape.
 
 pub(crate) mod claude;
@@ -20,6 +21,7 @@ pub(crate) mod edit;
 pub(crate) mod gemini;
 pub(crate) mod hook_line;
 pub(crate) mod jsonc;
+pub(crate) mod opencode;
 pub(crate) mod qwen;
 pub(crate) mod settings;
 pub(crate) mod splice;
@@ -108,7 +110,17 @@ pub(crate) fn agent_hooks(agent: Agent) -> &'static dyn AgentHooks {
         Agent::Copilot => &copilot::Copilot,
         Agent::Qwen => &qwen::Qwen,
         Agent::Droid => &droid::Droid,
+        Agent::Opencode => &opencode::Opencode,
     }
+}
+
+/// The hooks settings in `agent`'s `file` (for opencode, its plugin read
+/// as the hooks it holds: none unless it is turnback's).
+pub(crate) fn read_map(agent: Agent, file: &Path) -> Result<Map<String, Value>, String> {
+    if agent == Agent::Opencode {
+        return opencode::read(file).map(|p| opencode::as_settings(&p));
+    }
+    settings::read(file, agent_hooks(agent).comments()).map(|s| s.map)
 }
 
 /// One change made to a settings file, for the report.
