@@ -12,8 +12,7 @@ use turnback_store::{Entry, Evicted, FileDiff, RevertOptions, RevertReport, Sess
 use crate::commands::CliError;
 use crate::context::Context;
 
-use super::state::Action;
-use super::timeline::Target;
+use super::timeline::{Action, Target};
 
 /// A session of the sessions pane.
 #[derive(Debug, Clone)]

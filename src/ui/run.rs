@@ -13,8 +13,9 @@ use super::data::{self, History};
 use super::diff_lines;
 use super::draw;
 use super::live::{self, Stamp};
-use super::state::{Action, App, Dialog, Effect};
+use super::state::{App, Dialog, Effect};
 use super::terminal::Screen;
+use super::timeline::Action;
 use super::timeline::{self, Target};
 
 /// How often the timeline's "how long ago" is brought up to date.
