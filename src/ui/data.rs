@@ -9,7 +9,7 @@ use turnback::output::Out;
 use turnback::text;
 use turnback_store::{Entry, Evicted, FileDiff, RevertOptions, RevertReport, Session, Turn};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 
 use super::timeline::{Action, Target};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyEventKind};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 
 use super::data::{self, History};
