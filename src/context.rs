@@ -9,7 +9,7 @@ use turnback_store::{
 };
 
 use crate::cli::Cli;
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::render::Renderer;
 
 pub(crate) struct Context {

@@ -1,12 +1,12 @@
 //! What a person reads, and the JSON, of `turnback show` (one entry: what it
-//! did, and its diff), and the git-style `--stat` of a diff.
+//! did, and its diff).
 
 use serde_json::{Value, json};
-use turnback_store::{DiffBody, Entry, FileDiff, Turn};
+use turnback_store::{Entry, FileDiff, Turn};
 
 use crate::history::prompt;
 use crate::output::{Out, Role};
-use crate::text::{change, diff_body, escape, plural};
+use crate::text::{change, diff_body, escape};
 use crate::when::when;
 
 /// One entry shown: the entry, its turn (when it has one), and its diff
@@ -82,81 +82,4 @@ pub fn show_json(session: &str, shown: &[Shown]) -> Value {
         })
         .collect();
     json!({ "session": session, "entries": list })
-}
-
-/// The widest bar of `--stat`, as git keeps its bars to the terminal.
-const BAR: usize = 40;
-
-/// `diff --stat` as git prints it: a line per file with its count of changed
-/// lines and a bar of `+` and `-` (scaled to the largest file), then the
-/// totals.
-pub fn stat(out: &Out, files: &[FileDiff]) -> String {
-    let width = files
-        .iter()
-        .map(|d| escape(&d.path).chars().count())
-        .max()
-        .unwrap_or(0);
-    let largest = files
-        .iter()
-        .map(|d| match d.body {
-            DiffBody::Text {
-                insertions,
-                deletions,
-                ..
-            } => insertions + deletions,
-            _ => 0,
-        })
-        .max()
-        .unwrap_or(0);
-    let count_width = largest.to_string().len();
-    let (mut ins, mut del) = (0, 0);
-    let mut s = String::new();
-    for d in files {
-        let path = escape(&d.path);
-        let pad = width - path.chars().count();
-        let what = match &d.body {
-            DiffBody::Text {
-                insertions,
-                deletions,
-                ..
-            } => {
-                ins += insertions;
-                del += deletions;
-                let n = insertions + deletions;
-                // Scaled down only when the largest would not fit; a file
-                // with changes keeps at least one mark of each kind it has.
-                let scale = |k: usize| {
-                    if largest <= BAR || k == 0 {
-                        k
-                    } else {
-                        (k * BAR / largest).max(1)
-                    }
-                };
-                format!(
-                    "{n:>count_width$} {}{}",
-                    out.paint(Role::Added, &"+".repeat(scale(*insertions))),
-                    out.paint(Role::Removed, &"-".repeat(scale(*deletions)))
-                )
-            }
-            DiffBody::Binary => format!("Bin {} -> {} bytes", d.old.size, d.new.size),
-            DiffBody::TooBig => {
-                format!("too big to compare, {} -> {} bytes", d.old.size, d.new.size)
-            }
-            DiffBody::Same => "0".into(),
-        };
-        s.push_str(&format!(
-            " {}{} | {}\n",
-            out.paint(Role::Path, &path),
-            " ".repeat(pad),
-            what.trim_end()
-        ));
-    }
-    s.push_str(&format!(
-        " {} {} changed, {ins} {}(+), {del} {}(-)\n",
-        files.len(),
-        plural(files.len(), "file"),
-        plural(ins, "insertion"),
-        plural(del, "deletion")
-    ));
-    s
 }

@@ -8,9 +8,7 @@
 //! of store error does not compile until it has a row here.
 
 use serde_json::{Value, json};
-use turnback_store::{ConflictReason, Error, ErrorKind, UnsafeReason};
-
-use crate::json as shapes;
+use turnback_store::{Conflict, ConflictReason, Error, ErrorKind, UnsafeReason};
 
 /// Exit code of an error.
 pub const EXIT_ERROR: u8 = 1;
@@ -139,7 +137,7 @@ pub fn row(kind: Kind) -> Row {
             exit_code: EXIT_REFUSED,
             json: Some(|e| match e {
                 Error::Refused { conflicts, .. } => {
-                    json!({ "conflicts": shapes::conflicts(conflicts) })
+                    json!({ "conflicts": self::conflicts(conflicts) })
                 }
                 _ => Value::Null,
             }),
@@ -263,7 +261,7 @@ pub fn row(kind: Kind) -> Row {
                     actual_size,
                     actual_sha256,
                     ..
-                } => shapes::expected_actual(
+                } => expected_actual(
                     *expected_size,
                     expected_sha256.as_deref(),
                     *actual_size,
@@ -356,6 +354,58 @@ fn unsafe_store_hint(e: &Error) -> Option<String> {
         }
         _ => "it belongs to another user: pass --home DIR (or set TURNBACK_HOME) to use a store of your own".into(),
     })
+}
+
+/// The name of why a file refused a revert (its `reason`, and its
+/// `status` in a report's JSON).
+pub fn conflict_reason(reason: &ConflictReason) -> &'static str {
+    match reason {
+        ConflictReason::ChangedSince { .. } => "changed-since",
+        ConflictReason::NeverCommitted => "never-committed",
+        ConflictReason::Shared { .. } => "shared",
+        ConflictReason::NotEmpty { .. } => "not-empty",
+    }
+}
+
+/// The `expected` and `actual` fields of a `contents-mismatch` error.
+pub fn expected_actual(
+    expected_size: Option<u64>,
+    expected_sha256: Option<&str>,
+    actual_size: u64,
+    actual_sha256: &str,
+) -> Value {
+    json!({
+        "expected": { "size": expected_size, "sha256": expected_sha256 },
+        "actual": { "size": actual_size, "sha256": actual_sha256 },
+    })
+}
+
+/// The files that refused a revert, for the JSON error.
+pub fn conflicts(conflicts: &[Conflict]) -> Value {
+    let list: Vec<Value> = conflicts
+        .iter()
+        .map(|c| {
+            let (reason, by) = match &c.reason {
+                ConflictReason::ChangedSince { by } => (
+                    "changed-since",
+                    by.as_ref()
+                        .map(|b| json!({ "session": b.session, "message_id": b.message_id, "seq": b.seq }))
+                        .unwrap_or(Value::Null),
+                ),
+                ConflictReason::NeverCommitted | ConflictReason::NotEmpty { .. } => {
+                    (conflict_reason(&c.reason), Value::Null)
+                }
+                ConflictReason::Shared { with } => (
+                    "shared",
+                    with.first()
+                        .map(|s| json!({ "session": s, "message_id": null, "seq": null }))
+                        .unwrap_or(Value::Null),
+                ),
+            };
+            json!({ "workspace": c.workspace, "path": c.path, "seq": c.seq, "reason": reason, "changed_by": by })
+        })
+        .collect();
+    Value::Array(list)
 }
 
 #[cfg(test)]

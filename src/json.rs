@@ -4,9 +4,8 @@
 
 use serde_json::{Value, json};
 use turnback_store::{
-    Conflict, ConflictReason, DiffBody, Entry, Error, Evicted, FileDiff, FileRevert, FileState,
-    FileStatus, PruneReport, RevertAction, RevertReport, SETTING_KEYS, SessionSummary,
-    SettingSource, Settings,
+    ConflictReason, DiffBody, Entry, Error, Evicted, FileDiff, FileRevert, FileState, FileStatus,
+    PruneReport, RevertAction, RevertReport, SETTING_KEYS, SessionSummary, SettingSource, Settings,
 };
 
 pub fn rfc3339(t: time::OffsetDateTime) -> String {
@@ -57,10 +56,7 @@ pub fn status(s: &FileStatus) -> &'static str {
     match s {
         FileStatus::Safe => "safe",
         FileStatus::AlreadyReverted => "already-reverted",
-        FileStatus::Conflict(ConflictReason::ChangedSince { .. }) => "changed-since",
-        FileStatus::Conflict(ConflictReason::NeverCommitted) => "never-committed",
-        FileStatus::Conflict(ConflictReason::Shared { .. }) => "shared",
-        FileStatus::Conflict(ConflictReason::NotEmpty { .. }) => "not-empty",
+        FileStatus::Conflict(reason) => crate::errors::conflict_reason(reason),
     }
 }
 
@@ -279,45 +275,4 @@ pub fn error(
         obj.extend(more.clone());
     }
     json!({ "error": e })
-}
-
-/// The `expected` and `actual` fields of a `contents-mismatch` error.
-pub fn expected_actual(
-    expected_size: Option<u64>,
-    expected_sha256: Option<&str>,
-    actual_size: u64,
-    actual_sha256: &str,
-) -> Value {
-    json!({
-        "expected": { "size": expected_size, "sha256": expected_sha256 },
-        "actual": { "size": actual_size, "sha256": actual_sha256 },
-    })
-}
-
-/// The files that refused a revert, for the JSON error.
-pub fn conflicts(conflicts: &[Conflict]) -> Value {
-    let list: Vec<Value> = conflicts
-        .iter()
-        .map(|c| {
-            let (reason, by) = match &c.reason {
-                ConflictReason::ChangedSince { by } => (
-                    "changed-since",
-                    by.as_ref()
-                        .map(|b| json!({ "session": b.session, "message_id": b.message_id, "seq": b.seq }))
-                        .unwrap_or(Value::Null),
-                ),
-                ConflictReason::NeverCommitted | ConflictReason::NotEmpty { .. } => {
-                    (status(&FileStatus::Conflict(c.reason.clone())), Value::Null)
-                }
-                ConflictReason::Shared { with } => (
-                    "shared",
-                    with.first()
-                        .map(|s| json!({ "session": s, "message_id": null, "seq": null }))
-                        .unwrap_or(Value::Null),
-                ),
-            };
-            json!({ "workspace": c.workspace, "path": c.path, "seq": c.seq, "reason": reason, "changed_by": by })
-        })
-        .collect();
-    Value::Array(list)
 }

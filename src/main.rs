@@ -2,6 +2,7 @@
 //! knows how the store works; `turnback_store` does everything.
 
 mod cli;
+mod cli_error;
 mod commands;
 mod context;
 mod hooks;
@@ -9,6 +10,8 @@ mod install;
 mod naming;
 mod pager;
 mod render;
+mod reports;
+mod scan_report;
 mod serve;
 mod sys;
 mod ui;

@@ -6,7 +6,7 @@
 use turnback::errors::Kind;
 use turnback_store::{Entry, ErrorKind, Session};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 
 /// What a TARGET argument names.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use serde_json::Value;
 use turnback::output::{ColorChoice, Out};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 
 /// What a command has to say when it succeeds.
 pub(crate) trait Report {

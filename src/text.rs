@@ -213,10 +213,10 @@ pub fn diff_body(out: &Out, d: &FileDiff) -> String {
 }
 
 /// `turnback diff`: each file with a summary line and its diff; with
-/// `--stat`, git's lines with bars ([`crate::entry_view::stat`]).
+/// `--stat`, git's lines with bars ([`stat`]).
 pub fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
     if stat {
-        return crate::entry_view::stat(out, files);
+        return self::stat(out, files);
     }
     let mut s = String::new();
     let (mut ins, mut del) = (0, 0);
@@ -259,6 +259,83 @@ pub fn diff(out: &Out, files: &[FileDiff], stat: bool) -> String {
     }
     s.push_str(&format!(
         "{} {} changed, {ins} {}(+), {del} {}(-)\n",
+        files.len(),
+        plural(files.len(), "file"),
+        plural(ins, "insertion"),
+        plural(del, "deletion")
+    ));
+    s
+}
+
+/// The widest bar of `--stat`, as git keeps its bars to the terminal.
+const BAR: usize = 40;
+
+/// `diff --stat` as git prints it: a line per file with its count of changed
+/// lines and a bar of `+` and `-` (scaled to the largest file), then the
+/// totals.
+pub fn stat(out: &Out, files: &[FileDiff]) -> String {
+    let width = files
+        .iter()
+        .map(|d| escape(&d.path).chars().count())
+        .max()
+        .unwrap_or(0);
+    let largest = files
+        .iter()
+        .map(|d| match d.body {
+            DiffBody::Text {
+                insertions,
+                deletions,
+                ..
+            } => insertions + deletions,
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    let count_width = largest.to_string().len();
+    let (mut ins, mut del) = (0, 0);
+    let mut s = String::new();
+    for d in files {
+        let path = escape(&d.path);
+        let pad = width - path.chars().count();
+        let what = match &d.body {
+            DiffBody::Text {
+                insertions,
+                deletions,
+                ..
+            } => {
+                ins += insertions;
+                del += deletions;
+                let n = insertions + deletions;
+                // Scaled down only when the largest would not fit; a file
+                // with changes keeps at least one mark of each kind it has.
+                let scale = |k: usize| {
+                    if largest <= BAR || k == 0 {
+                        k
+                    } else {
+                        (k * BAR / largest).max(1)
+                    }
+                };
+                format!(
+                    "{n:>count_width$} {}{}",
+                    out.paint(Role::Added, &"+".repeat(scale(*insertions))),
+                    out.paint(Role::Removed, &"-".repeat(scale(*deletions)))
+                )
+            }
+            DiffBody::Binary => format!("Bin {} -> {} bytes", d.old.size, d.new.size),
+            DiffBody::TooBig => {
+                format!("too big to compare, {} -> {} bytes", d.old.size, d.new.size)
+            }
+            DiffBody::Same => "0".into(),
+        };
+        s.push_str(&format!(
+            " {}{} | {}\n",
+            out.paint(Role::Path, &path),
+            " ".repeat(pad),
+            what.trim_end()
+        ));
+    }
+    s.push_str(&format!(
+        " {} {} changed, {ins} {}(+), {del} {}(-)\n",
         files.len(),
         plural(files.len(), "file"),
         plural(ins, "insertion"),

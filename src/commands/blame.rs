@@ -10,7 +10,7 @@ use turnback::blame_view;
 use turnback::output::Out;
 use turnback_store::{Blame, NoBlame};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::{Context, never_backed_up};
 use crate::render::Report;
 

@@ -6,7 +6,7 @@ use turnback::json;
 use turnback::output::Out;
 use turnback_store::{Entry, Session};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
 

@@ -1,11 +1,11 @@
 //! `turnback commit ID`: an agent records the file of its checkpoint as
 //! written, or what the command a scan bracketed changed.
 
-use crate::commands::CliError;
-use crate::commands::common::EntryReport;
-use crate::commands::scan::Scanned;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
+use crate::reports::EntryReport;
+use crate::scan_report::Scanned;
 
 /// Record checkpoint ID's file, or scan ID's changes (for agents)
 #[derive(Debug, clap::Args)]

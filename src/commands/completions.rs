@@ -2,7 +2,7 @@
 //! clap definition so it never drifts from it.
 
 use crate::cli;
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::render::Text;
 
 /// Print a shell completion script

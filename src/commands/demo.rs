@@ -14,7 +14,7 @@ use turnback_store::{
     Entry, Error, FileDiff, RevertOptions, RevertReport, Session, Store, Workspace,
 };
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::render::Report;
 
 const START: &[(&str, &str)] = &[

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use turnback::output::Out;
 
 use crate::cli::Cli;
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::hooks::event::Agent;
 use crate::hooks::last_error;
 use crate::install::{self, Scope, codex_trust};

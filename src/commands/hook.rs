@@ -14,7 +14,7 @@ use turnback_store::{Settings, Store};
 
 use crate::cli::Cli;
 use crate::hooks::event::{Agent, EventKind};
-use crate::hooks::{self, apply, last_error, payload};
+use crate::hooks::{self, apply, last_error, outcome, payload};
 
 /// What an agent's hooks run: back up the files its tools change
 #[derive(Debug, clap::Args)]
@@ -130,8 +130,8 @@ pub(crate) fn usage_error(e: &clap::Error) -> ExitCode {
     tell(&text, std::env::args_os().any(|a| a == "--strict"))
 }
 
-fn failure(message: String) -> apply::Outcome {
-    apply::Outcome {
+fn failure(message: String) -> outcome::Outcome {
+    outcome::Outcome {
         messages: vec![message],
         ..Default::default()
     }

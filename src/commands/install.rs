@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use turnback::output::Out;
 
 use crate::cli::Cli;
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::hooks::event::Agent;
 use crate::install::{
     self, Change, Scope, claude, codex_trust, copilot, droid, opencode, settings,

@@ -12,7 +12,7 @@ use turnback::text;
 use turnback::when;
 use turnback_store::{Entry, Evicted, Turn};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
 

@@ -2,7 +2,7 @@
 //! never drifts from it.
 
 use crate::cli;
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::render::Text;
 
 /// Print the manual page (roff)

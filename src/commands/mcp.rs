@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::cli::Cli;
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::render::Text;
 use crate::serve::Server;
 

@@ -5,13 +5,11 @@
 mod blame;
 mod checkpoint;
 mod commit;
-mod common;
 mod completions;
 mod config;
 mod demo;
 mod diff;
 mod doctor;
-mod error;
 pub(crate) mod hook;
 mod install;
 mod log;
@@ -25,7 +23,6 @@ mod rewind;
 mod rm;
 mod rollback;
 mod run;
-mod scan;
 mod serve;
 mod sessions;
 mod show;
@@ -44,7 +41,7 @@ use crate::context::Context;
 use crate::render::{Renderer, Report};
 use turnback::output::ColorChoice;
 
-pub(crate) use error::CliError;
+use crate::cli_error::CliError;
 
 /// The commands, in the order `--help` lists them under their heading
 /// (`cli::heading`: a command for agents adds its name there, in one line).

@@ -7,7 +7,7 @@ use turnback::output::Out;
 use turnback::{json, text};
 use turnback_store::Entry;
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
 

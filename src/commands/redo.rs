@@ -1,9 +1,9 @@
 //! `turnback redo`: a person puts back what the last undo, revert or rewind
 //! took away.
 
-use crate::commands::CliError;
-use crate::commands::common::{RevertFlags, Reverted, reverted};
+use crate::cli_error::CliError;
 use crate::context::Context;
+use crate::reports::{RevertFlags, Reverted, reverted};
 
 /// Put back what the last undo, revert or rewind took away
 #[derive(Debug, clap::Args)]

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::commands::CliError;
-use crate::commands::common::{RevertFlags, Reverted, reverted};
+use crate::cli_error::CliError;
 use crate::context::Context;
+use crate::reports::{RevertFlags, Reverted, reverted};
 
 /// Revert the newest change to FILE (in the session that changed it last)
 #[derive(Debug, clap::Args)]

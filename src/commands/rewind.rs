@@ -4,11 +4,11 @@
 use turnback::{picker, text};
 use turnback_store::{RevertOptions, Session};
 
-use crate::commands::CliError;
-use crate::commands::common::{RevertFlags, reverted};
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::naming::{self, Target};
 use crate::render::{Report, Text};
+use crate::reports::{RevertFlags, reverted};
 
 /// Revert every change since MESSAGE or entry #N, or since turn N began (or pick a turn)
 #[derive(Debug, clap::Args)]

@@ -1,8 +1,8 @@
 //! `turnback rm FILE`: an agent deletes a file, backed up first.
 
-use crate::commands::CliError;
-use crate::commands::common::{EntryReport, FileArgs};
+use crate::cli_error::CliError;
 use crate::context::Context;
+use crate::reports::{EntryReport, FileArgs};
 
 /// Delete FILE, backed up first (for agents)
 #[derive(Debug, clap::Args)]

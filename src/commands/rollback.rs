@@ -6,10 +6,10 @@ use turnback::output::Out;
 use turnback::text;
 use turnback_store::Entry;
 
-use crate::commands::CliError;
-use crate::commands::common::{RevertFlags, reverted};
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
+use crate::reports::{RevertFlags, reverted};
 
 /// Put the file of checkpoint ID back and drop the entry (for agents)
 #[derive(Debug, clap::Args)]
@@ -68,7 +68,7 @@ pub(crate) fn run(ctx: &Context, args: &RollbackArgs) -> Result<Box<dyn Report>,
             ));
         }
         crate::commands::commit::Id::Scan(id) => {
-            return Ok(Box::new(crate::commands::scan::Scanned {
+            return Ok(Box::new(crate::scan_report::Scanned {
                 report: session.rollback_scan(id)?,
                 exit_code: None,
             }));

@@ -3,9 +3,9 @@
 
 use std::process::Command;
 
-use crate::commands::CliError;
-use crate::commands::scan::{Scanned, person_session};
+use crate::cli_error::CliError;
 use crate::context::Context;
+use crate::scan_report::{Scanned, person_session};
 
 /// Run a command; all it changes is one step to undo
 #[derive(Debug, clap::Args)]

@@ -9,12 +9,13 @@ use turnback::output::ColorChoice;
 use turnback_store::Store;
 
 use crate::cli::Cli;
+use crate::cli_error::CliError;
 use crate::commands::commit::Id;
-use crate::commands::common::{EntryReport, reverted};
 use crate::commands::rollback::RolledBack;
-use crate::commands::{CliError, Command, boxed, checkpoint, dispatch, in_context, write};
+use crate::commands::{Command, boxed, checkpoint, dispatch, in_context, write};
 use crate::context::Context;
 use crate::render::{Renderer, Report, Text};
+use crate::reports::{EntryReport, reverted};
 use crate::serve::{Defaults, Request, Server};
 
 /// Answer JSON requests on standard input, one per line (for agents in other languages)

@@ -5,7 +5,7 @@ use serde_json::Value;
 use turnback::entry_view::{self, Shown};
 use turnback::output::Out;
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::naming::{self, Target};
 use crate::render::Report;

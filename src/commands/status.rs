@@ -15,7 +15,7 @@ use turnback_store::{BaselineUsage, ChoiceReason, Entry, OpenScan, SessionChoice
 
 use crate::hooks::event::Agent;
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
 

@@ -3,7 +3,7 @@
 use serde_json::Value;
 use turnback::output::Out;
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
 

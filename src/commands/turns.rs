@@ -5,7 +5,7 @@ use turnback::history;
 use turnback::output::Out;
 use turnback_store::TurnSummary;
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
 

@@ -1,7 +1,7 @@
 //! `ui`: the full-screen timeline of the workspace (`src/ui/`), live while
 //! agents work, with a rewind one key away. Only on a terminal.
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
 use turnback::output::Out;

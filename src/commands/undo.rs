@@ -1,8 +1,8 @@
 //! `turnback undo`: a person reverts the session's newest change.
 
-use crate::commands::CliError;
-use crate::commands::common::{RevertFlags, Reverted, reverted};
+use crate::cli_error::CliError;
 use crate::context::Context;
+use crate::reports::{RevertFlags, Reverted, reverted};
 
 /// Revert the session's newest change, or its newest N changes
 #[derive(Debug, clap::Args)]
@@ -20,13 +20,13 @@ pub(crate) struct UndoArgs {
 pub(crate) fn run(ctx: &Context, args: &UndoArgs) -> Result<Reverted, CliError> {
     let session = ctx.person_session()?;
     // Read before the undo takes the entries away.
-    let mark = crate::commands::scan::newest_mark(&session);
+    let mark = crate::scan_report::newest_mark(&session);
     let r = match args.count {
         None | Some(1) => session.undo(args.flags.options())?,
         Some(n) => session.undo_steps(n as usize, args.flags.options())?,
     };
     let what = match args.count {
-        None | Some(1) => crate::commands::scan::revert_what("undo", mark.as_ref()),
+        None | Some(1) => crate::scan_report::revert_what("undo", mark.as_ref()),
         Some(n) => format!("undo of the newest {n} changes"),
     };
     Ok(reverted(&session, what, r)?.forced(args.flags.force))

@@ -9,10 +9,10 @@ use turnback::output::{Out, Role};
 use turnback::text;
 use turnback_store::Expected;
 
-use crate::commands::CliError;
-use crate::commands::common::{EntryReport, FileArgs};
+use crate::cli_error::CliError;
 use crate::context::Context;
 use crate::render::Report;
+use crate::reports::{EntryReport, FileArgs};
 use crate::sys::{self, StdinProblem};
 
 /// Replace FILE with standard input, backed up first (for agents)

@@ -8,24 +8,8 @@ use std::path::{Path, PathBuf};
 use turnback_store::{Entry, ErrorKind, Session, Settled, Store, Workspace};
 
 use super::event::{CallId, EventKind, HookEvent, Tool, ToolCall};
-use super::shell::{self, ShellOutcome};
-
-/// What the hook tells the agent.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Outcome {
-    /// Lines for the person (the hook's `systemMessage`).
-    pub messages: Vec<String>,
-    /// A backup failed before a file tool ran (what `--strict` blocks on).
-    pub backup_failed: bool,
-    /// A note for the log, not shown: what was done for a shell call.
-    pub shell: Option<ShellOutcome>,
-}
-
-impl Outcome {
-    pub(crate) fn say(&mut self, text: String) {
-        self.messages.push(format!("turnback: {text}"));
-    }
-}
+use super::outcome::Outcome;
+use super::shell;
 
 /// After a tool whose checkpoint is no longer open: a file whose mark says
 /// this session backed it up for the call, while the session has lost that

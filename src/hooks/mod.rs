@@ -13,6 +13,7 @@ pub(crate) mod gemini;
 pub(crate) mod hosts;
 pub(crate) mod large_event;
 pub(crate) mod last_error;
+pub(crate) mod outcome;
 pub(crate) mod payload;
 pub(crate) mod shell;
 

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use turnback_store::{OpenScan, ScanReport, Session, Unrecorded, Workspace};
 
-use super::apply::Outcome;
 use super::event::{CallId, ToolCall};
+use super::outcome::{Outcome, ShellOutcome};
 
 /// How long a shell call waits for another one of its session to end
 /// before it begins its own bracket: well under the hooks' timeout (30 s as
@@ -33,23 +33,6 @@ const WAIT: Duration = Duration::from_secs(3);
 
 /// The directory of the store home holding each session's shell lock.
 const LOCKS: &str = "hook-locks";
-
-/// What the hook did for a shell call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ShellOutcome {
-    /// The command is turnback itself (`turnback undo` from a slash
-    /// command): never scanned, or its own restore would be recorded as the
-    /// agent's change.
-    Turnback,
-    /// A bracket was begun before the command (its scan id).
-    Begun(String),
-    /// The call's bracket was committed: this many files recorded.
-    Committed(usize),
-    /// No bracket of this call was open (never begun, or already ended).
-    NotOpen,
-    /// The scan failed; the message says why.
-    Failed,
-}
 
 /// Before a shell call: begin its bracket, once no other shell call of the
 /// session has one open.

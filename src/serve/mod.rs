@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use turnback_store::Store;
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::render::Report;
 
 pub(crate) use held::Held;

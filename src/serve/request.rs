@@ -9,7 +9,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use crate::cli::Cli;
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 
 /// The commands a request may not name: the servers themselves; `hook`,
 /// which speaks an agent's hook protocol on its own standard input; and

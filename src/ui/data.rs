@@ -9,11 +9,10 @@ use turnback::output::Out;
 use turnback::text;
 use turnback_store::{Entry, Evicted, FileDiff, RevertOptions, RevertReport, Session, Turn};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 
-use super::state::Action;
-use super::timeline::Target;
+use super::timeline::{Action, Target};
 
 /// A session of the sessions pane.
 #[derive(Debug, Clone)]

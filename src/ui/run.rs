@@ -6,15 +6,16 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyEventKind};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::context::Context;
 
 use super::data::{self, History};
 use super::diff_lines;
 use super::draw;
 use super::live::{self, Stamp};
-use super::state::{Action, App, Dialog, Effect};
+use super::state::{App, Dialog, Effect};
 use super::terminal::Screen;
+use super::timeline::Action;
 use super::timeline::{self, Target};
 
 /// How often the timeline's "how long ago" is brought up to date.

@@ -9,7 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::ListState;
 
 use super::data::SessionRow;
-use super::timeline::{self, Row, RowKind, Target};
+use super::timeline::{self, Action, Row, RowKind, Target};
 
 /// The panes, in the order `Tab` goes through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,29 +34,6 @@ pub(crate) enum Dialog {
     },
     /// What a restore did, or why it did nothing; any key closes it.
     Message { title: String, text: String },
-}
-
-/// What a confirmed restore does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Action {
-    /// `u`: rewind the session to just before a turn or an entry.
-    Rewind(Target),
-    /// `r`: revert one entry's file to how it was before that entry.
-    Revert(u64),
-    /// `R`: put back what the session's newest undo, revert or rewind took
-    /// (the command line's `redo`).
-    Redo,
-}
-
-impl Action {
-    /// What the dialogs call it.
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            Action::Rewind(_) => "rewind",
-            Action::Revert(_) => "revert",
-            Action::Redo => "redo",
-        }
-    }
 }
 
 /// What the loop must do after a key.

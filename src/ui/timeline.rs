@@ -1,6 +1,7 @@
 //! A session's history as the timeline pane lists it: the evicted gap, each
 //! turn with its prompt, each message (tool call or command), each entry.
-//! Only turns and entries can be selected.
+//! Only turns and entries can be selected, and a restore (`Action`) asked
+//! of one.
 
 use turnback::history::prompt;
 use turnback::text::{change, escape};
@@ -170,4 +171,27 @@ pub(crate) fn step(rows: &[Row], from: usize, step: isize) -> usize {
         left -= 1;
     }
     at
+}
+
+/// What a confirmed restore does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// `u`: rewind the session to just before a turn or an entry.
+    Rewind(Target),
+    /// `r`: revert one entry's file to how it was before that entry.
+    Revert(u64),
+    /// `R`: put back what the session's newest undo, revert or rewind took
+    /// (the command line's `redo`).
+    Redo,
+}
+
+impl Action {
+    /// What the dialogs call it.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Action::Rewind(_) => "rewind",
+            Action::Revert(_) => "revert",
+            Action::Redo => "redo",
+        }
+    }
 }

@@ -8,7 +8,7 @@ use turnback::output::Out;
 use turnback::{json, text};
 use turnback_store::{Conflict, Entry, Error, FileDiff, RevertOptions, RevertReport, Session};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::render::Report;
 
 // No doc comments on the flattened structs below: clap would make them the

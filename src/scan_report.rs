@@ -7,7 +7,7 @@ use turnback::output::Out;
 use turnback::text::escape;
 use turnback_store::{PathKind, ScanChangeKind, ScanReport, Session, Store, Unrecorded, Workspace};
 
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 use crate::render::Report;
 
 /// A scan committed or rolled back, and for `run` the command's exit code.
