@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use time::OffsetDateTime;
 use turnback::output::Out;
 use turnback::text;
-use turnback_store::{Entry, Evicted, FileDiff, RevertOptions, RevertReport, Session, Turn};
+use turnback_store::{
+    Entry, Evicted, FileDiff, RevertOptions, RevertReport, Session, SessionSummary, Turn,
+};
 
 use crate::commands::CliError;
 use crate::context::Context;
@@ -43,20 +45,26 @@ pub(crate) fn sessions(ctx: &Context) -> Result<Vec<SessionRow>, CliError> {
                 problem: None,
             }]
         }
-        None => ctx
-            .workspace_summaries()?
-            .into_iter()
-            .map(|s| SessionRow {
-                id: s.id,
-                last_change: s.last_change,
-                entries: s.entries,
-                files: None,
-                problem: s.problem.map(|e| e.to_string()),
-            })
-            .collect(),
+        None => return Ok(rows(ctx.workspace_summaries()?)),
     };
     list.sort_by(|a, b| b.last_change.cmp(&a.last_change).then(a.id.cmp(&b.id)));
     Ok(list)
+}
+
+/// The sessions pane's rows of the store's `summaries`, newest change first.
+pub(crate) fn rows(summaries: Vec<SessionSummary>) -> Vec<SessionRow> {
+    let mut list: Vec<SessionRow> = summaries
+        .into_iter()
+        .map(|s| SessionRow {
+            id: s.id,
+            last_change: s.last_change,
+            entries: s.entries,
+            files: None,
+            problem: s.problem.map(|e| e.to_string()),
+        })
+        .collect();
+    list.sort_by(|a, b| b.last_change.cmp(&a.last_change).then(a.id.cmp(&b.id)));
+    list
 }
 
 /// How many files `entries` changed.
@@ -78,7 +86,11 @@ pub(crate) struct History {
 
 /// Reads session `id`'s history.
 pub(crate) fn history(ctx: &Context, id: &str) -> Result<History, CliError> {
-    let session = ctx.open_session(id)?;
+    history_of(ctx.open_session(id)?)
+}
+
+/// Reads `session`'s history.
+pub(crate) fn history_of(session: Session) -> Result<History, CliError> {
     Ok(History {
         entries: session.entries()?,
         turns: session.turn_bounds()?,

@@ -8,7 +8,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Text};
 use ratatui::widgets::{Block, Borders, Clear, List, ListItem, Paragraph, Wrap};
-use turnback::when::{ago, now};
+use turnback::when::ago;
 
 use super::state::{App, Dialog, Pane};
 use super::timeline::{RowKind, Target};
@@ -80,7 +80,7 @@ fn selected() -> Style {
 }
 
 fn sessions(f: &mut Frame, app: &mut App, area: Rect) {
-    let now = now();
+    let now = app.now;
     let items: Vec<ListItem> = app
         .sessions
         .iter()

@@ -8,6 +8,7 @@ use crossterm::event::{self, Event, KeyEventKind};
 
 use crate::commands::CliError;
 use crate::context::Context;
+use turnback::when::now;
 
 use super::data::{self, History};
 use super::diff_lines;
@@ -81,6 +82,7 @@ impl View<'_> {
             if crate::sys::terminated() {
                 return Ok(());
             }
+            self.app.now = now();
             screen.term.draw(|f| draw::draw(f, &mut self.app))?;
             let idle = self
                 .app
@@ -145,7 +147,7 @@ impl View<'_> {
     /// long ago each thing happened stays true; the selection kept.
     fn refresh_rows(&mut self) {
         if let Some(h) = &self.history {
-            let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref());
+            let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref(), now());
             let keep = self.app.target();
             self.app.set_rows(rows, keep);
         }
@@ -157,7 +159,7 @@ impl View<'_> {
         self.history = None;
         let rows = match self.app.session().map(|id| data::history(self.ctx, id)) {
             Some(Ok(h)) => {
-                let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref());
+                let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref(), now());
                 let files = data::files(&h.entries);
                 if let Some(s) = self
                     .app

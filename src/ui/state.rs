@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;
 use ratatui::widgets::ListState;
+use time::OffsetDateTime;
 
 use super::data::SessionRow;
 use super::timeline::{self, Row, RowKind, Target};
@@ -105,6 +106,9 @@ pub(crate) struct App {
     pub status: Option<String>,
     /// Colour on (`--color`, `NO_COLOR`).
     pub color: bool,
+    /// The time the screen is drawn at, for how long ago things were (fixed
+    /// in the rendering tests).
+    pub now: OffsetDateTime,
 }
 
 impl App {
@@ -125,6 +129,7 @@ impl App {
             dialog: None,
             status: None,
             color,
+            now: turnback::when::now(),
         }
     }
 
