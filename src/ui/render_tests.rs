@@ -44,6 +44,18 @@ fn scene() -> Scene {
     let person = store.session("person-ana-ws-0badcafe").unwrap();
     write(&person, &ws, "TODO.md", b"- ship the ui\n", "edit-1");
 
+    let cursor = store.session("cursor-0123456789abcdef01234567").unwrap();
+    cursor
+        .begin_turn("rename the config key everywhere it is read", None)
+        .unwrap();
+    write(
+        &cursor,
+        &ws,
+        "config.toml",
+        b"[ui]\nkeys = true\n",
+        "call-1",
+    );
+
     let agent = store
         .session("8f14e45f-ceea-467f-a0e6-1b2c3d4e5f60")
         .unwrap();
@@ -88,7 +100,13 @@ fn scene() -> Scene {
     let last = entries.iter().map(|e| e.time).max().unwrap();
     let mut app = App::new(false);
     app.now = last + Duration::minutes(1);
-    app.set_sessions(data::rows(store.sessions().unwrap()));
+    // Every session's history read, as the view does while idle.
+    let mut list = data::rows(store.sessions().unwrap());
+    for row in &mut list {
+        let h = data::history_of(store.open_session(&row.id).unwrap()).unwrap();
+        data::fill(row, &h);
+    }
+    app.set_sessions(list);
     let history = data::history_of(agent).unwrap();
     let rows = timeline::rows(
         &history.entries,
@@ -167,5 +185,19 @@ fn a_rewind_dry_run_shows_the_file_changed_since_as_refused() {
     for (w, h) in [(80, 24), (160, 48)] {
         let text = screen(&mut sc.app, w, h);
         snap(&format!("refusal_{w}x{h}"), &text, &dir);
+    }
+}
+
+#[test]
+fn the_agent_is_named_where_turnback_made_the_session_id() {
+    for (id, agent) in [
+        ("person-ana-ws-0badcafe", Some("person")),
+        ("cursor-0123456789abcdef01234567", Some("cursor")),
+        ("copilot-cli-0123456789abcdef01234567", Some("copilot-cli")),
+        ("8f14e45f-ceea-467f-a0e6-1b2c3d4e5f60", None),
+        ("mine-0123456789abcdef0123456", None),
+        ("Work-0123456789abcdef01234567", None),
+    ] {
+        assert_eq!(data::agent(id), agent, "{id}");
     }
 }

@@ -160,14 +160,13 @@ impl View<'_> {
         let rows = match self.app.session().map(|id| data::history(self.ctx, id)) {
             Some(Ok(h)) => {
                 let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref(), now());
-                let files = data::files(&h.entries);
                 if let Some(s) = self
                     .app
                     .sessions
                     .iter_mut()
                     .find(|s| s.id == h.session.id())
                 {
-                    s.files = Some(files);
+                    data::fill(s, &h);
                 }
                 self.history = Some(h);
                 rows
@@ -220,7 +219,7 @@ impl View<'_> {
             return;
         };
         match data::history(self.ctx, &s.id) {
-            Ok(h) => s.files = Some(data::files(&h.entries)),
+            Ok(h) => data::fill(s, &h),
             Err(e) => s.problem = Some(e.message().to_owned()),
         }
     }

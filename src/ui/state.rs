@@ -149,11 +149,13 @@ impl App {
     pub(crate) fn set_sessions(&mut self, mut list: Vec<SessionRow>) {
         let keep = self.session().map(str::to_owned);
         for s in list.iter_mut().filter(|s| s.files.is_none()) {
-            s.files = self
+            let known = self
                 .sessions
                 .iter()
-                .find(|o| o.id == s.id && o.entries == s.entries && o.last_change == s.last_change)
-                .and_then(|o| o.files);
+                .find(|o| o.id == s.id && o.entries == s.entries && o.last_change == s.last_change);
+            if let Some(o) = known {
+                (s.files, s.prompt) = (o.files, o.prompt.clone());
+            }
         }
         self.sessions = list;
         let at = keep
