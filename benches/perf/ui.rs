@@ -164,8 +164,22 @@ impl Env {
     }
 }
 
-/// Ends `script` (and so the view under it) that this section started.
+/// Ends `script` and the view under it, both started by this section: the
+/// view is killed by its id (its parent is `script`), since a view whose
+/// terminal went away is not sure to end by itself.
 fn stop(child: &mut Child) {
+    let script = child.id().to_string();
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let stat = fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: the fields after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if ppid == Some(script.as_str()) {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        }
+    }
     let _ = child.kill();
     let _ = child.wait();
 }
