@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench --bench perf               # the full run (docs/PERFORMANCE.md)
 //! cargo bench --bench perf -- --quick    # a smoke pass of a few seconds (CI)
-//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 12)
+//! cargo bench --bench perf -- --only=1,5 # only some sections (1 to 13)
 //! ```
 //!
 //! Sections (the rows of the table, in order):
@@ -31,7 +31,10 @@
 //!     compressed and not (bytes on disk, write time), and zstd against lz4
 //!     on the same backups (`perf/compress.rs`);
 //! 12. a `turnback write` process and an agent's hook pair in a session of
-//!     10,000 entries against one of 10 (`perf/flat.rs`).
+//!     10,000 entries against one of 10 (`perf/flat.rs`);
+//! 13. `turnback ui` in a pseudo-terminal, from its start to its first
+//!     complete frame, in a store of 200 sessions x 1,000 entries, against
+//!     `turnback log` in the same store (`perf/ui.rs`).
 //!
 //! Scratch files go under `$TURNBACK_BENCH_DIR`, else cargo's
 //! `CARGO_TARGET_TMPDIR` (`target/tmp`, on the target directory's filesystem),
@@ -77,6 +80,10 @@ mod compress;
 #[path = "perf/flat.rs"]
 mod flat;
 
+// Section 13, in a file of its own.
+#[path = "perf/ui.rs"]
+mod ui;
+
 // Section 3's lookups across sessions, in a file of their own.
 #[path = "perf/lookups.rs"]
 mod lookups;
@@ -106,7 +113,7 @@ fn main() {
         notes: Vec::new(),
     };
     let started = Instant::now();
-    let sections: [Section; 12] = [
+    let sections: [Section; 13] = [
         (1, "write-through", write_through),
         (2, "growth with session size", growth),
         (3, "reverts", reverts),
@@ -123,6 +130,7 @@ fn main() {
             "a process's cost flat in its session's size",
             flat::flat_processes,
         ),
+        (13, "`turnback ui` opens", ui::ui_opens),
     ];
     for (n, name, run) in sections {
         if only.as_ref().is_some_and(|o| !o.contains(&n)) {

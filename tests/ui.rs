@@ -270,7 +270,10 @@ fn the_view_opens_on_the_newest_sessions_newest_entry() {
     assert!(s.contains("diff of #2"), "{s}");
     assert!(s.contains("sessions (2)"), "{s}");
     assert!(s.contains("agent") && s.contains("older"), "{s}");
-    let agent = s.find("1 file  agent").expect("agent listed");
+    // Its counts, then its first prompt (its id is cut at 80 columns).
+    let agent = s
+        .find("2 entries, 1 file  \"write a\"")
+        .expect("agent listed");
     let older = s.find("1 entry, 1 file  older").expect("older listed");
     assert!(agent < older, "newest first:\n{s}");
     assert!(s.contains("turn 2 \"change a\""), "{s}");

@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use time::OffsetDateTime;
 use turnback::output::Out;
 use turnback::text;
-use turnback_store::{Entry, Evicted, FileDiff, RevertOptions, RevertReport, Session, Turn};
+use turnback_store::{
+    Entry, Evicted, FileDiff, RevertOptions, RevertReport, Session, SessionSummary, Turn,
+};
 
 use crate::cli_error::CliError;
 use crate::context::Context;
@@ -23,6 +25,9 @@ pub(crate) struct SessionRow {
     pub entries: usize,
     /// Files its entries changed, once its history has been read.
     pub files: Option<usize>,
+    /// Its first turn's prompt, once its history has been read (`None`
+    /// inside: it has no turn).
+    pub prompt: Option<Option<String>>,
     /// Why it could not be read, if it could not.
     pub problem: Option<String>,
 }
@@ -38,24 +43,55 @@ pub(crate) fn sessions(ctx: &Context) -> Result<Vec<SessionRow>, CliError> {
                 id: id.to_owned(),
                 last_change: entries.last().map(|e| e.time),
                 files: Some(files(&entries)),
+                prompt: Some(s.turn_bounds()?.into_iter().next().map(|t| t.prompt)),
                 entries: entries.len(),
                 problem: None,
             }]
         }
-        None => ctx
-            .workspace_summaries()?
-            .into_iter()
-            .map(|s| SessionRow {
-                id: s.id,
-                last_change: s.last_change,
-                entries: s.entries,
-                files: None,
-                problem: s.problem.map(|e| e.to_string()),
-            })
-            .collect(),
+        None => return Ok(rows(ctx.workspace_summaries()?)),
     };
     list.sort_by(|a, b| b.last_change.cmp(&a.last_change).then(a.id.cmp(&b.id)));
     Ok(list)
+}
+
+/// The sessions pane's rows of the store's `summaries`, newest change first.
+pub(crate) fn rows(summaries: Vec<SessionSummary>) -> Vec<SessionRow> {
+    let mut list: Vec<SessionRow> = summaries
+        .into_iter()
+        .map(|s| SessionRow {
+            id: s.id,
+            last_change: s.last_change,
+            entries: s.entries,
+            files: None,
+            prompt: None,
+            problem: s.problem.map(|e| e.to_string()),
+        })
+        .collect();
+    list.sort_by(|a, b| b.last_change.cmp(&a.last_change).then(a.id.cmp(&b.id)));
+    list
+}
+
+/// What the history read tells of its session's row: its files, its first
+/// prompt.
+pub(crate) fn fill(row: &mut SessionRow, h: &History) {
+    row.files = Some(files(&h.entries));
+    row.prompt = Some(h.turns.first().map(|t| t.prompt.clone()));
+}
+
+/// The agent a session id names, where turnback made the id: `person-…`
+/// for a person's commands, `HOST-` and 24 hex digits for a host that sent
+/// no usable id (`cursor-…`, `copilot-cli-…`). `None` for an agent's own
+/// id (a UUID): the store records no agent.
+pub(crate) fn agent(id: &str) -> Option<&str> {
+    if id.starts_with("person-") {
+        return Some("person");
+    }
+    let (name, hex) = id.rsplit_once('-')?;
+    let made = hex.len() == 24 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    let word = !name.is_empty()
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
+    (made && word).then_some(name)
 }
 
 /// How many files `entries` changed.
@@ -77,7 +113,11 @@ pub(crate) struct History {
 
 /// Reads session `id`'s history.
 pub(crate) fn history(ctx: &Context, id: &str) -> Result<History, CliError> {
-    let session = ctx.open_session(id)?;
+    history_of(ctx.open_session(id)?)
+}
+
+/// Reads `session`'s history.
+pub(crate) fn history_of(session: Session) -> Result<History, CliError> {
     Ok(History {
         entries: session.entries()?,
         turns: session.turn_bounds()?,

@@ -8,8 +8,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Text};
 use ratatui::widgets::{Block, Borders, Clear, List, ListItem, Paragraph, Wrap};
-use turnback::when::{ago, now};
+use time::OffsetDateTime;
+use turnback::history::prompt;
+use turnback::when::ago;
 
+use super::data::{self, SessionRow};
 use super::state::{App, Dialog, Pane};
 use super::timeline::{RowKind, Target};
 
@@ -80,34 +83,50 @@ fn selected() -> Style {
 }
 
 fn sessions(f: &mut Frame, app: &mut App, area: Rect) {
-    let now = now();
+    let now = app.now;
+    let width = usize::from(area.width.saturating_sub(2));
     let items: Vec<ListItem> = app
         .sessions
         .iter()
-        .map(|s| {
-            let when = s.last_change.map(|t| ago(t, now)).unwrap_or_default();
-            let files = s
-                .files
-                .map(|n| format!(", {n} {}", if n == 1 { "file" } else { "files" }))
-                .unwrap_or_default();
-            let text = match &s.problem {
-                Some(p) => format!("{}  cannot be read: {p}", s.id),
-                // The id last: a long one (a UUID) is what gets cut.
-                None => format!(
-                    "{when}  {} {}{files}  {}",
-                    s.entries,
-                    if s.entries == 1 { "entry" } else { "entries" },
-                    s.id,
-                ),
-            };
-            ListItem::new(turnback::text::escape(&text).into_owned())
-        })
+        .map(|s| ListItem::new(session_line(s, now, width)))
         .collect();
     let title = format!(" sessions ({}) ", app.sessions.len());
     let list = List::new(items)
         .block(block(app, Pane::Sessions, title))
         .highlight_style(selected());
     f.render_stateful_widget(list, area, &mut app.session_list);
+}
+
+/// A session's line, for a pane `width` wide: when, the agent (where its
+/// id names one), how many entries and files, the first prompt (cut to the
+/// room left), the id last (a long one, a UUID, is what gets cut).
+fn session_line(s: &SessionRow, now: OffsetDateTime, width: usize) -> String {
+    let id = turnback::text::escape(&s.id);
+    if let Some(p) = &s.problem {
+        return format!("{id}  cannot be read: {}", turnback::text::escape(p));
+    }
+    // "5 min", not "5 min ago": the room goes to the prompt.
+    let when = s.last_change.map(|t| ago(t, now)).unwrap_or_default();
+    let when = when.trim_end_matches(" ago");
+    let mut head = format!("{when}  ");
+    if let Some(a) = data::agent(&s.id) {
+        head.push_str(a);
+        head.push_str("  ");
+    }
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut counts = plural(s.entries, "entry", "entries");
+    if let Some(n) = s.files {
+        counts.push_str(&format!(", {}", plural(n, "file", "files")));
+    }
+    let prompt = match &s.prompt {
+        Some(Some(p)) => {
+            let room = width.saturating_sub(head.chars().count() + counts.chars().count() + 6);
+            format!("{}  ", prompt(p, room.clamp(12, 60)))
+        }
+        _ => String::new(),
+    };
+    format!("{head}{counts}  {prompt}{id}")
 }
 
 fn timeline(f: &mut Frame, app: &mut App, area: Rect) {

@@ -7,6 +7,8 @@ mod data;
 mod diff_lines;
 mod draw;
 mod live;
+#[cfg(test)]
+mod render_tests;
 mod run;
 mod state;
 mod terminal;

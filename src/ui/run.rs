@@ -8,6 +8,7 @@ use crossterm::event::{self, Event, KeyEventKind};
 
 use crate::cli_error::CliError;
 use crate::context::Context;
+use turnback::when::now;
 
 use super::data::{self, History};
 use super::diff_lines;
@@ -82,6 +83,7 @@ impl View<'_> {
             if crate::sys::terminated() {
                 return Ok(());
             }
+            self.app.now = now();
             screen.term.draw(|f| draw::draw(f, &mut self.app))?;
             let idle = self
                 .app
@@ -146,7 +148,7 @@ impl View<'_> {
     /// long ago each thing happened stays true; the selection kept.
     fn refresh_rows(&mut self) {
         if let Some(h) = &self.history {
-            let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref());
+            let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref(), now());
             let keep = self.app.target();
             self.app.set_rows(rows, keep);
         }
@@ -158,15 +160,14 @@ impl View<'_> {
         self.history = None;
         let rows = match self.app.session().map(|id| data::history(self.ctx, id)) {
             Some(Ok(h)) => {
-                let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref());
-                let files = data::files(&h.entries);
+                let rows = timeline::rows(&h.entries, &h.turns, h.gap.as_ref(), now());
                 if let Some(s) = self
                     .app
                     .sessions
                     .iter_mut()
                     .find(|s| s.id == h.session.id())
                 {
-                    s.files = Some(files);
+                    data::fill(s, &h);
                 }
                 self.history = Some(h);
                 rows
@@ -219,7 +220,7 @@ impl View<'_> {
             return;
         };
         match data::history(self.ctx, &s.id) {
-            Ok(h) => s.files = Some(data::files(&h.entries)),
+            Ok(h) => data::fill(s, &h),
             Err(e) => s.problem = Some(e.message().to_owned()),
         }
     }

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;
 use ratatui::widgets::ListState;
+use time::OffsetDateTime;
 
 use super::data::SessionRow;
 use super::timeline::{self, Action, Row, RowKind, Target};
@@ -82,6 +83,9 @@ pub(crate) struct App {
     pub status: Option<String>,
     /// Colour on (`--color`, `NO_COLOR`).
     pub color: bool,
+    /// The time the screen is drawn at, for how long ago things were (fixed
+    /// in the rendering tests).
+    pub now: OffsetDateTime,
 }
 
 impl App {
@@ -102,6 +106,7 @@ impl App {
             dialog: None,
             status: None,
             color,
+            now: turnback::when::now(),
         }
     }
 
@@ -121,11 +126,13 @@ impl App {
     pub(crate) fn set_sessions(&mut self, mut list: Vec<SessionRow>) {
         let keep = self.session().map(str::to_owned);
         for s in list.iter_mut().filter(|s| s.files.is_none()) {
-            s.files = self
+            let known = self
                 .sessions
                 .iter()
-                .find(|o| o.id == s.id && o.entries == s.entries && o.last_change == s.last_change)
-                .and_then(|o| o.files);
+                .find(|o| o.id == s.id && o.entries == s.entries && o.last_change == s.last_change);
+            if let Some(o) = known {
+                (s.files, s.prompt) = (o.files, o.prompt.clone());
+            }
         }
         self.sessions = list;
         let at = keep

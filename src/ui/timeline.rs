@@ -3,9 +3,10 @@
 //! Only turns and entries can be selected, and a restore (`Action`) asked
 //! of one.
 
+use time::OffsetDateTime;
 use turnback::history::prompt;
 use turnback::text::{change, escape};
-use turnback::when::{ago, now};
+use turnback::when::ago;
 use turnback_store::{Entry, Evicted, Turn};
 
 /// What a row of the timeline stands for.
@@ -57,8 +58,13 @@ impl Row {
 
 /// The rows of a session, oldest first, as `turnback log` groups them:
 /// the gap, then every turn before its entries, each run of a message's
-/// entries under its message line.
-pub(crate) fn rows(entries: &[Entry], turns: &[Turn], gap: Option<&Evicted>) -> Vec<Row> {
+/// entries under its message line; how long ago each was, as of `now`.
+pub(crate) fn rows(
+    entries: &[Entry],
+    turns: &[Turn],
+    gap: Option<&Evicted>,
+    now: OffsetDateTime,
+) -> Vec<Row> {
     let mut out = Vec::new();
     if let Some(g) = gap {
         out.push(Row {
@@ -76,7 +82,7 @@ pub(crate) fn rows(entries: &[Entry], turns: &[Turn], gap: Option<&Evicted>) -> 
     let mut message: Option<&str> = None;
     for e in entries {
         while let Some(t) = next_turn.next_if(|t| t.number <= e.turn) {
-            out.push(turn_row(t));
+            out.push(turn_row(t, now));
             in_turn = Some(t.number);
             message = None;
         }
@@ -90,7 +96,7 @@ pub(crate) fn rows(entries: &[Entry], turns: &[Turn], gap: Option<&Evicted>) -> 
             in_turn = Some(0);
         }
         if message != Some(e.message_id.as_str()) {
-            out.push(message_row(e));
+            out.push(message_row(e, now));
             message = Some(&e.message_id);
         }
         out.push(Row {
@@ -100,11 +106,11 @@ pub(crate) fn rows(entries: &[Entry], turns: &[Turn], gap: Option<&Evicted>) -> 
             find: e.path.to_lowercase(),
         });
     }
-    out.extend(next_turn.map(turn_row));
+    out.extend(next_turn.map(|t| turn_row(t, now)));
     out
 }
 
-fn turn_row(t: &Turn) -> Row {
+fn turn_row(t: &Turn, now: OffsetDateTime) -> Row {
     Row {
         kind: RowKind::Turn(t.number),
         turn: t.number,
@@ -112,13 +118,13 @@ fn turn_row(t: &Turn) -> Row {
             "turn {} {}  {}",
             t.number,
             prompt(&t.prompt, 60),
-            ago(t.time, now())
+            ago(t.time, now)
         ),
         find: t.prompt.to_lowercase(),
     }
 }
 
-fn message_row(e: &Entry) -> Row {
+fn message_row(e: &Entry, now: OffsetDateTime) -> Row {
     let name = if e.message_id.is_empty() {
         "(no message id)".into()
     } else {
@@ -132,7 +138,7 @@ fn message_row(e: &Entry) -> Row {
     Row {
         kind: RowKind::Message,
         turn: e.turn,
-        text: format!(" {name}{what}  {}", ago(e.time, now())),
+        text: format!(" {name}{what}  {}", ago(e.time, now)),
         find: String::new(),
     }
 }
