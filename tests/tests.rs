@@ -82,5 +82,3 @@ mod shell_losses;
 mod hook_lines;
 // Power loss: the store and the workspace on a FUSE filesystem that forgets what was never synced.
 mod powerloss;
-// The byte cap bounds the disk: backups on disk after every write, and writers killed under the cap.
-mod disk_cap;

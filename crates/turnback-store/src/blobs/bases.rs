@@ -113,23 +113,12 @@ impl Blobs {
     /// Makes the pin that keeps `base` while `blob` is there (it may be
     /// there already: the same blob stored against the same base before).
     /// Not synced: the directory sync that makes the blob's name durable
-    /// follows, and makes this one durable with it. True when this call
-    /// made it.
-    pub(super) fn pin(&self, blob: &str, base: &str) -> crate::Result<bool> {
+    /// follows, and makes this one durable with it.
+    pub(super) fn pin(&self, blob: &str, base: &str) -> crate::Result<()> {
         let path = self.dir.join(pin_name(blob, base));
-        let made = std::fs::symlink_metadata(&path).is_err();
         crate::trust::open(sys::store_file_options().write(true).create(true), &path)
             .map(drop)
-            .map_err(crate::trust::store_io("create", &path))?;
-        Ok(made)
-    }
-
-    /// Removes the pin of `blob` on `base` if `made` (this writer made it
-    /// and no longer needs it); one that was there before is another's.
-    pub(super) fn unpin(&self, blob: &str, base: &str, made: bool) {
-        if made {
-            let _ = std::fs::remove_file(self.dir.join(pin_name(blob, base)));
-        }
+            .map_err(crate::trust::store_io("create", &path))
     }
 }
 

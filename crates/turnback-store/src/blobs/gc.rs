@@ -10,17 +10,6 @@
 //! sees it fresh and the blob goes back under its name. A blob left aside by
 //! a killed collector goes back if anything needs it, and is deleted
 //! otherwise, by the next collection.
-//!
-//! A collection right after an eviction (`collect_unnamed`, under the
-//! session's exclusive lock, once the journal line that evicted is durable)
-//! takes at once every blob no entry names, with no grace: every process that
-//! names a backup it stored looks for it once its entry is recorded (under
-//! the lock as it records it, or after: from then on the entry keeps it),
-//! and stores it again if it went (`session/record.rs`, `session/write.rs`).
-//! A pin keeps its base even when its blob has no name yet (a
-//! writer is between the pin and the rename). A temporary goes at once only
-//! when its writer is dead: a writer holds an `flock` on its temporary from
-//! before its first byte until the temporary has its name.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
@@ -90,37 +79,6 @@ impl Blobs {
         older_than: SystemTime,
         dry_run: bool,
     ) -> (usize, u64) {
-        self.collect(referenced, older_than, dry_run, false)
-    }
-
-    /// Deletes at once every blob no entry names and no pin keeps (a pin
-    /// keeps its base even while its blob has no name yet), blobs a killed
-    /// collection left aside that nothing needs, and the temporaries of dead
-    /// writers (not locked, and not empty); pins and empty temporaries as
-    /// [`Blobs::collect_garbage`] does, by `older_than`. Call under the
-    /// session's exclusive lock, with `referenced` read under it, once the
-    /// change that un-named them is durable, and only where every process
-    /// that names a backup it stored checks under that lock that it is still
-    /// there (see the module's documentation).
-    pub(crate) fn collect_unnamed(
-        &self,
-        referenced: &HashSet<&str>,
-        older_than: SystemTime,
-    ) -> (usize, u64) {
-        self.collect(referenced, older_than, false, true)
-    }
-
-    fn collect(
-        &self,
-        referenced: &HashSet<&str>,
-        older_than: SystemTime,
-        dry_run: bool,
-        at_once: bool,
-    ) -> (usize, u64) {
-        // With no grace, a blob is "made fresh meanwhile" only once this
-        // collection began.
-        let started = SystemTime::now();
-        let blob_older_than = if at_once { started } else { older_than };
         let Some(mut l) = self.list() else {
             return (0, 0);
         };
@@ -136,14 +94,12 @@ impl Blobs {
             let back = needed(&l, &h) && !l.blobs.contains_key(&h);
             if back && !dry_run && std::fs::rename(self.dir.join(&name), self.path(&h)).is_ok() {
                 l.blobs.insert(h, md);
-            } else if !back && (at_once || old(&md, older_than)) && (dry_run || self.remove(&name))
-            {
+            } else if !back && old(&md, older_than) && (dry_run || self.remove(&name)) {
                 count += 1;
                 bytes += md.len();
             }
         }
-        let candidate =
-            |h: &str, md: &Metadata| !referenced.contains(h) && (at_once || old(md, older_than));
+        let candidate = |h: &str, md: &Metadata| !referenced.contains(h) && old(md, older_than);
         // Two rounds: a base goes only once the differences stored against
         // it went (a base is never itself a difference, so two suffice).
         let mut gone: HashSet<String> = HashSet::new();
@@ -154,7 +110,7 @@ impl Blobs {
                 .filter(|(b, _, _, md)| match l.blobs.get(b) {
                     Some(_) => !gone.contains(b),
                     // A writer is about to give the blob its name.
-                    None => at_once || !old(md, older_than),
+                    None => !old(md, older_than),
                 })
                 .map(|(_, base, ..)| base.as_str())
                 .collect();
@@ -167,7 +123,7 @@ impl Blobs {
                 .map(|(h, _)| h.clone())
                 .collect();
             for h in doomed {
-                if dry_run || self.delete_blob(&h, blob_older_than) {
+                if dry_run || self.delete_blob(&h, older_than) {
                     count += 1;
                     bytes += l.blobs[&h].len();
                     gone.insert(h);
@@ -194,39 +150,12 @@ impl Blobs {
             }
         }
         for (name, md) in &l.temps {
-            let dead = || at_once && md.len() > 0 && self.unlocked(name);
-            if (old(md, older_than) || dead()) && (dry_run || self.remove(name)) {
+            if old(md, older_than) && (dry_run || self.remove(name)) {
                 count += 1;
                 bytes += md.len();
             }
         }
         (count, bytes)
-    }
-
-    /// True when `blobs/` holds what only a dead process leaves: a temporary
-    /// with contents no writer holds, or a blob a killed collection left
-    /// aside. Reads names, and looks only at those.
-    pub(crate) fn dead_leftovers(&self) -> bool {
-        let Ok(read) = std::fs::read_dir(&self.dir) else {
-            return false;
-        };
-        read.flatten().any(|e| {
-            let name = e.file_name();
-            let Some(name) = name.to_str() else {
-                return false;
-            };
-            name.starts_with(ASIDE_PREFIX)
-                || (name.starts_with(".tmp-")
-                    && e.metadata().is_ok_and(|m| m.len() > 0)
-                    && self.unlocked(name))
-        })
-    }
-
-    /// True when no writer holds the temporary `name` (it died): its
-    /// writer locks it before it writes a byte, until it has its name.
-    fn unlocked(&self, name: &str) -> bool {
-        crate::trust::open_read(&self.dir.join(name))
-            .is_ok_and(|f| fs4::FileExt::try_lock(&f).is_ok())
     }
 
     fn remove(&self, name: &str) -> bool {

@@ -121,42 +121,26 @@ impl Blobs {
         let taking_part = self.level.is_some() && bases::takes_part(size);
         let last = taking_part.then(|| self.last_of(source)).flatten();
         let encoded = std::cell::Cell::new(false);
-        let mut hashed = Some(hashed);
-        // A difference whose base a collection took before its pin kept it
-        // is stored again, whole.
-        let mut stored = None;
-        for whole_only in [false, true] {
-            let taking = taking_part && !whole_only;
-            if whole_only {
+        let stored = self.store_with(hashed, |tmp, file| {
+            if sys::clone_file(file, source_file).is_ok() {
+                let read = |e| Error::io("read backup", tmp)(e);
+                let cloned = hash::hash_reader(file).map_err(read)?;
+                if !packed::looks_packed(file).map_err(read)? {
+                    return Ok(whole(cloned));
+                }
+                // A clone stays raw, but these contents would read as
+                // compressed: they are written compressed instead.
+                file.set_len(0).map_err(Error::io("write backup", tmp))?;
                 source_file
                     .seek(io::SeekFrom::Start(0))
                     .map_err(Error::io("read", source))?;
             }
-            stored = self.store_with(&mut hashed, |tmp, file| {
-                if sys::clone_file(file, source_file).is_ok() {
-                    let read = |e| Error::io("read backup", tmp)(e);
-                    let cloned = hash::hash_reader(file).map_err(read)?;
-                    if !packed::looks_packed(file).map_err(read)? {
-                        return Ok(whole(cloned));
-                    }
-                    // A clone stays raw, but these contents would read as
-                    // compressed: they are written compressed instead.
-                    file.set_len(0).map_err(Error::io("write backup", tmp))?;
-                    source_file
-                        .seek(io::SeekFrom::Start(0))
-                        .map_err(Error::io("read", source))?;
-                }
-                let mut find = || last.as_deref().and_then(|l| self.choose_base(l));
-                let find: Option<packed::FindBase<'_>> = taking.then_some(&mut find);
-                let written = write_blob(source_file, source, tmp, file, self.level, find)?;
-                encoded.set(written.encoded);
-                Ok(written)
-            })?;
-            if stored.is_some() {
-                break;
-            }
-        }
-        let stored = stored.expect("a whole blob has no base to lose");
+            let mut find = || last.as_deref().and_then(|l| self.choose_base(l));
+            let find: Option<packed::FindBase<'_>> = taking_part.then_some(&mut find);
+            let written = write_blob(source_file, source, tmp, file, self.level, find)?;
+            encoded.set(written.encoded);
+            Ok(written)
+        })?;
         // Only a compressed backup is worth basing the next on; written only
         // when it changes, so a backup of the same bytes again leaves the
         // store as it was.
@@ -175,50 +159,47 @@ impl Blobs {
         source: &Path,
     ) -> Result<(String, u64)> {
         self.store_with_sync(
-            &mut None::<fn(&str, u64)>,
+            |_, _| {},
             |tmp, file| write_blob(reader, source, tmp, file, None, None),
             false,
         )
-        .map(|s| s.expect("a whole blob has no base to lose"))
     }
 
     /// Makes a blob of what `fill` puts into a new temporary (returning its
     /// hash and size), durably, and removes the temporary on failure.
-    /// `None` (and `hashed` not called): `fill` made a difference whose base
-    /// went before its pin kept it; nothing was stored.
-    fn store_with<H: FnOnce(&str, u64)>(
+    fn store_with(
         &self,
-        hashed: &mut Option<H>,
+        hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<Written>,
-    ) -> Result<Option<(String, u64)>> {
+    ) -> Result<(String, u64)> {
         self.store_with_sync(hashed, fill, true)
     }
 
     /// [`Blobs::store_with`]; without `dir_sync` the directory is not synced
     /// after the rename, and the caller must call [`Blobs::sync_dir`] before it
     /// relies on the blob (one sync for a batch of blobs).
-    fn store_with_sync<H: FnOnce(&str, u64)>(
+    fn store_with_sync(
         &self,
-        hashed: &mut Option<H>,
+        hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<Written>,
         dir_sync: bool,
-    ) -> Result<Option<(String, u64)>> {
+    ) -> Result<(String, u64)> {
         sys::create_store_dir_all(&self.dir).map_err(Error::io("create directory", &self.dir))?;
         let tmp = self.dir.join(format!(".tmp-{:016x}", random_u64()));
         let result = self.store_via(&tmp, hashed, fill, dir_sync);
-        if !matches!(result, Ok(Some(_))) {
+        if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         result
     }
 
-    fn store_via<H: FnOnce(&str, u64)>(
+    fn store_via(
         &self,
         tmp: &Path,
-        hashed: &mut Option<H>,
+        hashed: impl FnOnce(&str, u64),
         fill: impl FnOnce(&Path, &mut File) -> Result<Written>,
         dir_sync: bool,
-    ) -> Result<Option<(String, u64)>> {
+    ) -> Result<(String, u64)> {
         let mut file = crate::trust::open(
             sys::store_file_options()
                 .read(true)
@@ -227,10 +208,6 @@ impl Blobs {
             tmp,
         )
         .map_err(crate::trust::store_io("create", tmp))?;
-        // Held until the temporary has its name: a collection deletes an
-        // unlocked temporary with contents at once, as a dead writer's
-        // (`gc.rs`).
-        let _ = fs4::FileExt::try_lock(&file);
         let Written {
             sha256: hash,
             size,
@@ -238,21 +215,7 @@ impl Blobs {
             ..
         } = fill(tmp, &mut file)?;
         crate::crash::point("blob-written");
-        let mut pinned = false;
-        if let Some(base) = &base {
-            // Before the entry and the name: a collection keeps the base of
-            // every pin whose blob it does not delete (`gc.rs`). One that
-            // took the base before the pin was there leaves this difference
-            // nothing to rest on: the caller stores it whole.
-            pinned = self.pin(&hash, base)?;
-            if !self.exists(base) {
-                self.unpin(&hash, base, pinned);
-                return Ok(None);
-            }
-        }
-        if let Some(hashed) = hashed.take() {
-            hashed(&hash, size);
-        }
+        hashed(&hash, size);
         crate::crash::point("blob-hashed");
         let target = self.path(&hash);
         // Same name, same contents: an existing blob of the right size is kept
@@ -261,32 +224,24 @@ impl Blobs {
         if let Some(existing) = self.open_fresh(&hash)
             && self.holds(existing, &hash, size)
         {
-            if let Some(base) = &base
-                && !self.is_difference_from(&hash, base)
-            {
-                self.unpin(&hash, base, pinned);
-            }
             drop(file);
             let _ = std::fs::remove_file(tmp);
-            return Ok(Some((hash, size)));
+            return Ok((hash, size));
+        }
+        if let Some(base) = &base {
+            // Before the name: a collection keeps the base while the blob is
+            // there (`gc.rs`).
+            self.pin(&hash, base)?;
         }
         file.sync_all().map_err(Error::io("sync", tmp))?;
         crate::crash::point("blob-synced");
-        std::fs::rename(tmp, &target).map_err(Error::io("rename into place", &target))?;
         drop(file);
+        std::fs::rename(tmp, &target).map_err(Error::io("rename into place", &target))?;
         crate::crash::point("blob-renamed");
         if dir_sync {
             self.sync_dir()?;
         }
-        Ok(Some((hash, size)))
-    }
-
-    /// True when the blob `hash` is a difference from `base`.
-    fn is_difference_from(&self, hash: &str, base: &str) -> bool {
-        self.open(hash)
-            .ok()
-            .and_then(|mut f| packed::encoding(&mut f).ok())
-            .is_some_and(|e| matches!(e, packed::Encoding::Delta(_, b) if b == base))
+        Ok((hash, size))
     }
 
     /// Opens the blob `hash`, made fresh (its modification time set to now:
@@ -338,11 +293,10 @@ impl Blobs {
         source: &Path,
     ) -> Result<(String, u64)> {
         self.store_with_sync(
-            &mut None::<fn(&str, u64)>,
+            |_, _| {},
             |tmp, file| write_blob(source_file, source, tmp, file, None, None),
             false,
         )
-        .map(|s| s.expect("a whole blob has no base to lose"))
     }
 
     /// Names blob `hash` of `from` (another blob directory on the same file

@@ -223,7 +223,7 @@ impl Session {
         let entries = if drafts.is_empty() {
             Vec::new()
         } else {
-            self.record_marked(&ws, &rec.header.message_id, drafts, Some(marks), true)?
+            self.record_marked(&ws, &rec.header.message_id, drafts, Some(marks))?
         };
         crate::crash::point("scan-recorded");
         drop(_locks);

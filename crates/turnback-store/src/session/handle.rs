@@ -437,37 +437,30 @@ impl Session {
         // Settling is its own change, durable on its own: what it found is true
         // of the files whatever `f` then does. A dead revert is settled first:
         // it held the locks of its files, so no in-flight write is among them.
-        let mut unnamed = super::collect::Unnamed::default();
         journal::change_again(&mut cache, files, self.id(), Durability::Full, |idx| {
-            let open = idx.in_flight().len();
             crate::recovery::settle_revert(&self.store, &self.dir, &self.holder(), idx, held);
             crate::recovery::settle_in_flight(&self.store, idx, held);
-            unnamed.settled = idx.in_flight().len() < open;
             Ok(())
         })?;
         let mut eviction = crate::caps::Eviction::default();
         let out = journal::change_again(&mut cache, files, self.id(), durability, |idx| {
             let out = f(idx)?;
-            let added = idx.added_entries().len();
-            unnamed.added = added > 0;
             // In the same index update: a change past a cap evicts the oldest
             // (one the summary says stays within them cannot pass one).
             match within {
-                true => debug_assert!(added <= live.map_or(0, |l| l.0)),
+                true => debug_assert!(idx.added_entries().len() <= live.map_or(0, |l| l.0)),
                 false => eviction = crate::caps::enforce(idx, caps),
             }
             Ok(out)
         })?;
-        // Still under the lock: what the change left no entry naming goes now.
-        unnamed.evicted = eviction != crate::caps::Eviction::default();
-        super::collect::after_change(
-            &self.dir,
-            &self.blobs,
-            &mut cache,
-            files,
-            durability,
-            unnamed,
-        );
+        if eviction != crate::caps::Eviction::default() {
+            // Still under the lock: the backups only the evicted entries
+            // named go now (but one a writer may be about to name).
+            let state = &cache.as_ref().expect("changed").state;
+            let referenced = crate::caps::referenced(state);
+            let older_than = std::time::SystemTime::now() - crate::caps::BLOB_GRACE;
+            self.blobs.collect_garbage(&referenced, older_than, false);
+        }
         then();
         Ok(out)
     }

@@ -11,15 +11,12 @@
 //!
 //! One job per part: `handle` is the handle and its cache of the index (and
 //! the read-modify-write every change goes through), `write` the write-through
-//! protocol that write, remove and rename share, `record` recording a step's
-//! entries (each backup checked still there), `collect` deleting at once what
-//! a change un-named, `remove` and `rename` those two changes, and `locks` the
-//! locks a session's operations take and what their failures mean.
+//! protocol that write, remove and rename share, `remove` and `rename` those
+//! two changes, and `locks` the locks a session's operations take and what
+//! their failures mean.
 
-mod collect;
 mod handle;
 mod locks;
-mod record;
 mod remove;
 mod rename;
 mod write;

@@ -23,6 +23,8 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use time::OffsetDateTime;
+
 use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::index::{Entry, FileState, InFlight};
@@ -117,8 +119,7 @@ impl Session {
     ///
     /// The old contents are still streamed into a backup while the new ones
     /// arrive (they are only known to be the same at the end); a backup no
-    /// entry names is deleted by the next eviction or prune, as for any
-    /// failed write.
+    /// entry names is deleted by the next prune, as for any failed write.
     pub fn write_unless_same(
         &self,
         workspace: &Workspace,
@@ -269,10 +270,7 @@ impl Session {
                             created_dirs: parent.created.clone(),
                             in_flight: Some(in_flight),
                         };
-                        // Its blob may not be there yet: looked for below.
-                        let drafts = vec![draft];
-                        self.record_marked(workspace, message_id, drafts, None, false)?
-                            .remove(0)
+                        self.record(workspace, message_id, vec![draft])?.remove(0)
                     }
                 };
                 Ok((new, Some(entry)))
@@ -304,15 +302,6 @@ impl Session {
                 });
             }
         };
-        // An eviction between the backup's name (or the blob of the same
-        // bytes it found) and the entry may have deleted it, no entry naming
-        // it then (`blobs/gc.rs`); from the entry on, none does. So it is
-        // looked for now, and stored again from the file (still at "before",
-        // its lock held) if it went.
-        if let Err(e) = self.still_stored(workspace, &rel, &entry.before, true) {
-            self.forget(workspace, &[entry.seq], &parent.created, &mut dir_lock);
-            return Err(e);
-        }
         if let Err(failed) = new.replace_target_reporting() {
             match failed.visible {
                 // Replaced, but perhaps not durably: let the file decide.
@@ -450,6 +439,74 @@ impl Session {
                 Ok(state(sha256, size))
             }
         }
+    }
+
+    /// Appends entries for one step (two for a rename, grouped), in the turn
+    /// under way, and marks the files as this session leaves them (so that the
+    /// stale-read guard lets the agent write them again).
+    pub(crate) fn record(
+        &self,
+        workspace: &Workspace,
+        message_id: &str,
+        drafts: Vec<Draft>,
+    ) -> Result<Vec<Entry>> {
+        self.record_marked(workspace, message_id, drafts, None)
+    }
+
+    /// [`Session::record`] of the changes a scan found, each entry marked with
+    /// `mark` (its scan, and with whom the change of each is shared: by the
+    /// draft's place).
+    pub(crate) fn record_marked(
+        &self,
+        workspace: &Workspace,
+        message_id: &str,
+        drafts: Vec<Draft>,
+        marks: Option<Vec<crate::index::ScanMark>>,
+    ) -> Result<Vec<Entry>> {
+        let root = workspace.identity();
+        let grouped = drafts.len() > 1;
+        // What the caps count of the new backups (each state that names one).
+        let bytes = drafts
+            .iter()
+            .filter(|d| d.before.sha256.is_some())
+            .map(|d| d.before.size)
+            .sum();
+        let need = Need::Live {
+            adds: drafts.len(),
+            bytes,
+        };
+        self.mutate_live(Durability::Full, need, |idx| {
+            let group = grouped.then_some(idx.next_seq);
+            let turn = idx.current_turn();
+            let mut made = Vec::new();
+            let mut marks = marks.clone().map(Vec::into_iter);
+            for d in drafts {
+                let scan = marks.as_mut().and_then(Iterator::next).map(Box::new);
+                let file = d.rel.under(&root.path);
+                let version = 1 + idx.entries_for(&file);
+                let entry = Entry {
+                    seq: idx.take_seq(),
+                    message_id: message_id.to_owned(),
+                    workspace: root.clone(),
+                    path: d.rel.into(),
+                    version,
+                    time: OffsetDateTime::now_utc(),
+                    before: d.before,
+                    after: d.after,
+                    created_dirs: d.created_dirs.iter().map(RelPath::to_string).collect(),
+                    in_flight: d.in_flight,
+                    turn,
+                    group,
+                    scan,
+                };
+                if let Some(after) = &entry.after {
+                    idx.mark_read(file, after.clone());
+                }
+                idx.insert_entry(entry.clone());
+                made.push(entry);
+            }
+            Ok(made)
+        })
     }
 }
 
