@@ -16,7 +16,8 @@ use turnback_store::{Session, SettingSource, Settings, Store, Workspace};
 use super::data::{self, History};
 use super::diff_lines;
 use super::draw::draw;
-use super::state::{Action, App, Dialog};
+use super::state::{App, Dialog};
+use super::timeline::Action;
 use super::timeline::{self, Target};
 
 /// The session and what the screen shows of it.
