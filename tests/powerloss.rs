@@ -30,8 +30,16 @@ const CLAUDE: &str = "claude-code-2.1.332";
 enum Step {
     /// `turnback ARGS` with this standard input, as session `pl`.
     Cmd(&'static [&'static str], &'static [u8]),
+    /// `turnback ARGS` with this standard input and these variables set.
+    With(
+        &'static [(&'static str, &'static str)],
+        &'static [&'static str],
+        &'static [u8],
+    ),
     /// `turnback hook claude-code` with this recorded payload.
     Hook(&'static str),
+    /// The agent's shell command (`sh -c`, in the workspace), never synced.
+    Shell(&'static str),
     /// The agent's own write of a file in place, synced.
     AgentWrite(&'static str, &'static [u8]),
 }
@@ -53,6 +61,10 @@ struct Scenario {
     /// recorded. Not where a command's own unsynced writes may be lost after
     /// turnback recorded them (a scan bracket).
     recorded: bool,
+    /// The operation may drop history (a pruned session, evicted entries):
+    /// undoing everything then brings the workspace back to how it was after
+    /// some step before, not as it began.
+    forgets: bool,
 }
 
 const SCENARIOS: &[Scenario] = &[
@@ -67,6 +79,7 @@ const SCENARIOS: &[Scenario] = &[
         versions: &[("f.txt", &[Some(b"old contents\n"), Some(b"new contents\n")])],
         random: true,
         recorded: true,
+        forgets: false,
     },
     Scenario {
         name: "second write",
@@ -76,6 +89,7 @@ const SCENARIOS: &[Scenario] = &[
         versions: &[("f.txt", &[Some(b"v1\n"), Some(b"v2\n"), Some(b"v3\n")])],
         random: true,
         recorded: true,
+        forgets: false,
     },
     Scenario {
         name: "two writes in a row",
@@ -88,6 +102,7 @@ const SCENARIOS: &[Scenario] = &[
         versions: &[("f.txt", &[Some(b"v1\n"), Some(b"v2\n"), Some(b"v3\n")])],
         random: true,
         recorded: true,
+        forgets: false,
     },
     Scenario {
         name: "undo",
@@ -97,6 +112,7 @@ const SCENARIOS: &[Scenario] = &[
         versions: &[("f.txt", &[Some(b"v1\n"), Some(b"v2\n")])],
         random: true,
         recorded: true,
+        forgets: false,
     },
     Scenario {
         name: "revert",
@@ -109,6 +125,7 @@ const SCENARIOS: &[Scenario] = &[
         versions: &[("f.txt", &[Some(b"v1\n"), Some(b"v2\n"), Some(b"v3\n")])],
         random: true,
         recorded: true,
+        forgets: false,
     },
     Scenario {
         name: "run (a scan bracket)",
@@ -135,6 +152,7 @@ const SCENARIOS: &[Scenario] = &[
         ],
         random: false,
         recorded: false,
+        forgets: false,
     },
     Scenario {
         name: "hooks of a Write",
@@ -152,6 +170,103 @@ const SCENARIOS: &[Scenario] = &[
         )],
         random: false,
         recorded: true,
+        forgets: false,
+    },
+    Scenario {
+        name: "mv",
+        initial: &[("a.txt", b"a1\n")],
+        before: &[],
+        steps: &[Step::Cmd(&["mv", "a.txt", "b.txt", "--message", "m1"], b"")],
+        versions: &[
+            ("a.txt", &[Some(b"a1\n"), None]),
+            ("b.txt", &[None, Some(b"a1\n")]),
+        ],
+        random: true,
+        recorded: true,
+        forgets: false,
+    },
+    Scenario {
+        name: "rm",
+        initial: &[("f.txt", b"v1\n")],
+        before: &[],
+        steps: &[Step::Cmd(&["rm", "f.txt", "--message", "m1"], b"")],
+        versions: &[("f.txt", &[Some(b"v1\n"), None])],
+        random: true,
+        recorded: true,
+        forgets: false,
+    },
+    Scenario {
+        name: "rewind",
+        initial: &[("a.txt", b"a1\n"), ("b.txt", b"b1\n")],
+        before: &[
+            Step::Cmd(&["write", "a.txt", "--message", "m1"], b"a2\n"),
+            Step::Cmd(&["write", "b.txt", "--message", "m2"], b"b2\n"),
+            Step::Cmd(&["write", "a.txt", "--message", "m3"], b"a3\n"),
+            Step::Cmd(&["rm", "b.txt", "--message", "m4"], b""),
+        ],
+        steps: &[Step::Cmd(&["rewind", "m1", "--force"], b"")],
+        versions: &[
+            ("a.txt", &[Some(b"a1\n"), Some(b"a2\n"), Some(b"a3\n")]),
+            ("b.txt", &[Some(b"b1\n"), Some(b"b2\n"), None]),
+        ],
+        random: true,
+        recorded: true,
+        forgets: false,
+    },
+    Scenario {
+        name: "redo",
+        initial: &[("a.txt", b"a1\n"), ("b.txt", b"b1\n")],
+        before: &[
+            Step::Cmd(&["write", "a.txt", "--message", "m1"], b"a2\n"),
+            Step::Cmd(&["write", "b.txt", "--message", "m2"], b"b2\n"),
+            Step::Cmd(&["undo", "2"], b""),
+        ],
+        steps: &[Step::Cmd(&["redo"], b"")],
+        versions: &[
+            ("a.txt", &[Some(b"a1\n"), Some(b"a2\n")]),
+            ("b.txt", &[Some(b"b1\n"), Some(b"b2\n")]),
+        ],
+        random: true,
+        recorded: true,
+        forgets: false,
+    },
+    Scenario {
+        name: "hooks of a Bash call",
+        initial: &[("hello.txt", b"hello\n"), ("somefile", b"s\n")],
+        before: &[],
+        steps: &[
+            Step::Hook("PreToolUse-Bash.json"),
+            Step::Shell("sed -i 's/hello/HELLO/' hello.txt && rm somefile && echo x > created.txt"),
+            Step::Hook("PostToolUse-Bash.json"),
+        ],
+        // The shell's writes are never synced: what it left is whatever the
+        // disk kept of it (`sed -i` renames a whole new file into place).
+        versions: &[
+            ("hello.txt", &[Some(b"hello\n"), Some(b"HELLO\n")]),
+            ("somefile", &[Some(b"s\n"), None]),
+            ("created.txt", &[None, Some(b"x\n"), Some(b"")]),
+        ],
+        random: false,
+        recorded: false,
+        forgets: false,
+    },
+    Scenario {
+        name: "prune",
+        initial: &[("old.txt", b"o1\n"), ("f.txt", b"v1\n")],
+        before: &[Step::With(
+            &[("TURNBACK_SESSION", "old")],
+            &["write", "old.txt", "--message", "m0"],
+            b"o2\n",
+        )],
+        steps: &[Step::With(
+            &[("TURNBACK_KEEP_SESSIONS", "0"), ("TURNBACK_KEEP_DAYS", "0")],
+            &["prune"],
+            b"",
+        )],
+        versions: &[("old.txt", &[Some(b"o2\n")]), ("f.txt", &[Some(b"v1\n")])],
+        random: true,
+        recorded: false,
+        forgets: true,
     },
 ];
 
@@ -160,6 +275,9 @@ static STRAYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(
 
 /// At most this many cut points an operation (spread evenly over its syncs).
 const MAX_CUTS: u64 = 40;
+
+/// Random cuts of an operation that never syncs.
+const SEEDS: u64 = 20;
 
 /// A scratch directory with the disk (`disk`), the disk as the operation
 /// found it (`template`) and the mount point (`mnt`), mounted. One mount for
@@ -244,6 +362,16 @@ fn step(rig: &Rig, step: Step) -> bool {
             c.args(args);
             (c, stdin.to_vec())
         }
+        Step::With(vars, args, stdin) => {
+            let mut c = command(rig);
+            c.args(args).envs(vars.iter().copied());
+            (c, stdin.to_vec())
+        }
+        Step::Shell(script) => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(script).current_dir(rig.ws());
+            (c, Vec::new())
+        }
         Step::Hook(fixture) => {
             let text = std::fs::read_to_string(crate::hooks::fixtures().join(CLAUDE).join(fixture))
                 .unwrap();
@@ -310,36 +438,40 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// The disk as the operation finds it: the initial files and the steps
-/// before, all synced. Returns the workspace as it began.
-fn set_up(rig: &Rig, s: &Scenario) -> BTreeMap<PathBuf, String> {
+/// before, all synced. Returns the workspace as it began, then as each step
+/// before left it.
+fn set_up(rig: &Rig, s: &Scenario) -> Vec<BTreeMap<PathBuf, String>> {
     std::fs::create_dir_all(rig.home()).unwrap();
     for (path, bytes) in s.initial {
         let p = rig.ws().join(path);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, bytes).unwrap();
     }
-    let start = util::tree_digest(&rig.ws());
+    let mut starts = vec![util::tree_digest(&rig.ws())];
     for &st in s.before {
         assert!(
             step(rig, st),
             "{}: a step before the operation failed",
             s.name
         );
+        starts.push(util::tree_digest(&rig.ws()));
     }
     rig.fs.power_cycle().unwrap();
     copy_tree(&rig.disk(), &rig.template());
-    start
+    starts
 }
 
 /// Runs the operation from the template with the power cut at sync `cut`
-/// (none: no cut), then boots again from what the disk kept. Returns the
+/// (none: no cut; 0: once it is over), then boots again from what the disk kept. Returns the
 /// syncs it made and whether it was cut.
 fn trial(rig: &Rig, s: &Scenario, cut: Option<u64>, mode: CutMode) -> (u64, bool) {
     copy_tree(&rig.template(), &rig.disk());
     rig.fs.reload().unwrap();
     rig.fs.set_mode(mode);
-    if let Some(n) = cut {
-        rig.fs.cut_at_sync(n);
+    match cut {
+        Some(0) => {}
+        Some(n) => rig.fs.cut_at_sync(n),
+        None => {}
     }
     for &st in s.steps {
         let ok = step(rig, st);
@@ -347,6 +479,10 @@ fn trial(rig: &Rig, s: &Scenario, cut: Option<u64>, mode: CutMode) -> (u64, bool
             break;
         }
         assert!(ok, "{}: a step failed with the power on", s.name);
+    }
+    if cut == Some(0) {
+        // Cut once the operation is over: what it never synced is lost.
+        rig.fs.cut();
     }
     let (syncs, was_cut) = (rig.fs.syncs(), rig.fs.is_cut());
     rig.fs.power_cycle().unwrap();
@@ -381,7 +517,7 @@ fn backups_verify(session: &Session, what: &str) {
 }
 
 /// Checks what the disk kept.
-fn check(rig: &Rig, s: &Scenario, start: &BTreeMap<PathBuf, String>, what: &str, random: bool) {
+fn check(rig: &Rig, s: &Scenario, starts: &[BTreeMap<PathBuf, String>], what: &str, random: bool) {
     let store = Store::new(rig.home());
     let ids = store
         .session_ids()
@@ -462,24 +598,31 @@ fn check(rig: &Rig, s: &Scenario, start: &BTreeMap<PathBuf, String>, what: &str,
             }
         }
     }
-    assert_eq!(
-        &util::tree_digest(&rig.ws()),
-        start,
-        "{what}: undoing everything did not bring the workspace back"
-    );
+    let end = util::tree_digest(&rig.ws());
+    if s.forgets {
+        assert!(
+            starts.contains(&end),
+            "{what}: undoing everything left the workspace as it never was: {end:?}"
+        );
+    } else {
+        assert_eq!(
+            end, starts[0],
+            "{what}: undoing everything did not bring the workspace back"
+        );
+    }
 }
 
 /// Cuts `s` at every sync (at most [`MAX_CUTS`] of them, evenly spread),
 /// strict and (where the scenario allows) random; returns the cuts made.
 fn cut_everywhere(s: &Scenario) -> u64 {
     let rig = Rig::new();
-    let start = set_up(&rig, s);
+    let starts = set_up(&rig, s);
     let (total, cut) = trial(&rig, s, None, CutMode::Strict);
-    assert!(!cut && total > 0, "{}: {total} syncs without a cut", s.name);
+    assert!(!cut, "{}: cut with no cut asked", s.name);
     check(
         &rig,
         s,
-        &start,
+        &starts,
         &format!("{} run to its end", s.name),
         false,
     );
@@ -488,6 +631,25 @@ fn cut_everywhere(s: &Scenario) -> u64 {
     let mut modes = vec![CutMode::Strict];
     if s.random {
         modes.push(CutMode::Random(0));
+    }
+    if total <= 1 {
+        // An operation that (nearly) never syncs (a prune) is also cut once
+        // it is over, in the random mode with many seeds.
+        for seed in 1..=SEEDS {
+            for mode in [CutMode::Strict, CutMode::Random(seed * 7919)] {
+                if mode == CutMode::Strict && seed > 1 {
+                    continue;
+                }
+                let (_, was_cut) = trial(&rig, s, Some(0), mode);
+                assert!(was_cut, "{}: never cut", s.name);
+                cuts += 1;
+                let what = format!("{} cut once it was over ({mode:?})", s.name);
+                check(&rig, s, &starts, &what, mode != CutMode::Strict);
+            }
+        }
+        if total == 0 {
+            modes.clear();
+        }
     }
     for mode in modes {
         let mut n = 1;
@@ -500,7 +662,7 @@ fn cut_everywhere(s: &Scenario) -> u64 {
             assert!(was_cut, "{}: sync {n} of {total} never came", s.name);
             cuts += 1;
             let what = format!("{} cut at sync {n} of {total} ({mode:?})", s.name);
-            check(&rig, s, &start, &what, mode != CutMode::Strict);
+            check(&rig, s, &starts, &what, mode != CutMode::Strict);
             n += stride;
         }
     }
@@ -558,5 +720,47 @@ fn a_scan_bracket_cut_at_any_sync_loses_nothing() {
 fn the_hooks_of_a_write_cut_at_any_sync_lose_nothing() {
     if usable("powerloss::the_hooks_of_a_write_cut_at_any_sync_lose_nothing") {
         cut_everywhere(scenario("hooks of a Write"));
+    }
+}
+
+#[test]
+fn a_rename_cut_at_any_sync_loses_nothing() {
+    if usable("powerloss::a_rename_cut_at_any_sync_loses_nothing") {
+        cut_everywhere(scenario("mv"));
+    }
+}
+
+#[test]
+fn a_removal_cut_at_any_sync_loses_nothing() {
+    if usable("powerloss::a_removal_cut_at_any_sync_loses_nothing") {
+        cut_everywhere(scenario("rm"));
+    }
+}
+
+#[test]
+fn a_rewind_across_files_cut_at_any_sync_loses_nothing() {
+    if usable("powerloss::a_rewind_across_files_cut_at_any_sync_loses_nothing") {
+        cut_everywhere(scenario("rewind"));
+    }
+}
+
+#[test]
+fn a_redo_cut_at_any_sync_loses_nothing() {
+    if usable("powerloss::a_redo_cut_at_any_sync_loses_nothing") {
+        cut_everywhere(scenario("redo"));
+    }
+}
+
+#[test]
+fn the_hooks_of_a_bash_call_cut_at_any_sync_lose_nothing() {
+    if usable("powerloss::the_hooks_of_a_bash_call_cut_at_any_sync_lose_nothing") {
+        cut_everywhere(scenario("hooks of a Bash call"));
+    }
+}
+
+#[test]
+fn a_prune_cut_at_any_sync_leaves_a_session_whole_or_gone() {
+    if usable("powerloss::a_prune_cut_at_any_sync_leaves_a_session_whole_or_gone") {
+        cut_everywhere(scenario("prune"));
     }
 }

@@ -292,6 +292,12 @@ impl Store {
                 .sessions_dir()
                 .join(format!("{PRUNED_PREFIX}{id}-{:08x}", random_u64() as u32));
             std::fs::rename(dir.path(), &trash).map_err(Error::io("remove session", dir.path()))?;
+            // The rename made durable before any of its files goes: a power
+            // cut part way then leaves the session whole or gone, never a
+            // session whose backups are half deleted (issue 35).
+            let sessions = self.sessions_dir();
+            crate::sys::fsync_dir_path(&sessions)
+                .map_err(Error::io("sync directory", &sessions))?;
             drop((guard, live));
             std::fs::remove_dir_all(&trash).map_err(Error::io("delete", &trash))?;
             self.summaries().forget(id);
