@@ -272,6 +272,38 @@ pub(crate) fn note_termination() {
     }
 }
 
+/// For `ui`: a thread that ends the process when its terminal has hung up
+/// (the terminal emulator or `script` gone: standard input reports
+/// `POLLHUP`), which the terminal library may never report and then spins
+/// on, or when a noted SIGTERM or SIGHUP ([`note_termination`]) has not
+/// ended the view within a second. There is no terminal left to put back.
+pub(crate) fn exit_on_hangup() {
+    #[cfg(unix)]
+    std::thread::spawn(|| {
+        use std::time::{Duration, Instant};
+        let mut noted: Option<Instant> = None;
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut fds = [libc::pollfd {
+                fd: 0,
+                events: 0,
+                revents: 0,
+            }];
+            // SAFETY: one valid pollfd, a zero timeout.
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) };
+            let gone = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+            if ready > 0 && fds[0].revents & gone != 0 {
+                std::process::exit(129);
+            }
+            if terminated()
+                && noted.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(1)
+            {
+                std::process::exit(143);
+            }
+        }
+    });
+}
+
 /// True once a signal [`note_termination`] watches for has come.
 pub(crate) fn terminated() -> bool {
     TERMINATED.load(std::sync::atomic::Ordering::SeqCst)

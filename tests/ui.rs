@@ -408,6 +408,33 @@ fn q_and_sigterm_put_the_terminal_back() {
     );
 }
 
+/// A view whose terminal went away (the emulator closed: here `script`
+/// killed) ends by itself, instead of running on at full speed.
+#[test]
+fn a_view_whose_terminal_hangs_up_ends() {
+    let env = two_sessions();
+    let mut ui = Ui::start(&env, "");
+    ui.wait_for("diff of #2");
+    let pid = ui.view_pid();
+    ui.script.kill().unwrap();
+    let _ = ui.script.wait();
+    let start = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // A zombie has ended; its parent (init here) reaps it.
+        if stat.split_whitespace().nth(2) == Some("Z") {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+            panic!("the view {pid} ran on for 10 s after its terminal hung up");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn not_on_a_terminal_it_names_turnback_log() {
     let env = two_sessions();

@@ -28,6 +28,7 @@ impl Screen {
             hook(info);
         }));
         crate::sys::note_termination();
+        crate::sys::exit_on_hangup();
         enable_raw_mode()?;
         let term =
             Terminal::new(Quiet(CrosstermBackend::new(stdout()))).inspect_err(|_| leave())?;
