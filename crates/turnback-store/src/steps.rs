@@ -18,10 +18,7 @@ impl Session {
     /// none: [`Error::NothingToUndo`].
     pub fn undo_steps(&self, n: usize, opts: RevertOptions) -> Result<RevertReport> {
         let id = self.id().to_owned();
-        let kind = Kind {
-            name: "undo",
-            turns_from: None,
-        };
+        let kind = Kind::named("undo");
         revert::revert_entries(self, opts, kind, &move |idx| {
             let mut steps: Vec<Option<u64>> = Vec::new();
             let mut seqs = Vec::new();
@@ -56,10 +53,7 @@ impl Session {
     /// is [`Error::NoSuchEntry`].
     pub fn rewind_to_entry(&self, seq: u64, opts: RevertOptions) -> Result<RevertReport> {
         let id = self.id().to_owned();
-        let kind = Kind {
-            name: "rewind",
-            turns_from: None,
-        };
+        let kind = Kind::named("rewind");
         revert::revert_entries(self, opts, kind, &move |idx| {
             if idx.entry(seq).is_none() {
                 return Err(Error::NoSuchEntry {
@@ -83,10 +77,7 @@ impl Session {
     /// back). An entry not in effect is [`Error::NoSuchEntry`].
     pub fn revert_file_to_entry(&self, seq: u64, opts: RevertOptions) -> Result<RevertReport> {
         let id = self.id().to_owned();
-        let kind = Kind {
-            name: "revert",
-            turns_from: None,
-        };
+        let kind = Kind::named("revert");
         revert::revert_entries(self, opts, kind, &move |idx| {
             let Some(first) = idx.entry(seq) else {
                 return Err(Error::NoSuchEntry {

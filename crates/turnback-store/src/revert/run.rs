@@ -30,7 +30,7 @@ pub(crate) struct Kind {
 }
 
 impl Kind {
-    pub(super) const fn named(name: &'static str) -> Kind {
+    pub(crate) const fn named(name: &'static str) -> Kind {
         Kind {
             name,
             turns_from: None,
